@@ -1,0 +1,81 @@
+import type { Db } from '../store/database.ts';
+import type { RunRecord } from '../model/index.ts';
+
+interface Row {
+  id: string;
+  function_name: string;
+  caller: string;
+  client_name: string | null;
+  client_version: string | null;
+  transport: string | null;
+  profile: string | null;
+  args: string;
+  started_at: string;
+  duration_ms: number;
+  ok: number;
+  error_code: string | null;
+  error_message: string | null;
+  bytes_out: number;
+}
+
+const MAX_ARGS_BYTES = 64 * 1024;
+
+/** Every run, from every caller, in one table: what ran, for whom, how long, how it ended. */
+export class RunLedger {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  record(run: RunRecord): void {
+    let args = JSON.stringify(run.args ?? null);
+    if (args.length > MAX_ARGS_BYTES) args = JSON.stringify({ truncated: true, bytes: args.length });
+    this.#db
+      .prepare(
+        `INSERT INTO runs (id, function_name, caller, client_name, client_version, transport, profile, args, started_at, duration_ms, ok, error_code, error_message, bytes_out)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        run.id,
+        run.functionName,
+        run.caller,
+        run.clientName ?? null,
+        run.clientVersion ?? null,
+        run.transport ?? null,
+        run.profile ?? null,
+        args,
+        run.startedAt,
+        run.durationMs,
+        run.ok ? 1 : 0,
+        run.errorCode ?? null,
+        run.errorMessage ?? null,
+        run.bytesOut,
+      );
+  }
+
+  list(filter: { functionName?: string | undefined; limit?: number | undefined } = {}): RunRecord[] {
+    const limit = Math.min(Math.max(filter.limit ?? 50, 1), 1000);
+    const rows = (
+      filter.functionName === undefined
+        ? this.#db.prepare('SELECT * FROM runs ORDER BY started_at DESC LIMIT ?').all(limit)
+        : this.#db.prepare('SELECT * FROM runs WHERE function_name = ? ORDER BY started_at DESC LIMIT ?').all(filter.functionName, limit)
+    ) as Row[];
+    return rows.map((r) => ({
+      id: r.id,
+      functionName: r.function_name,
+      caller: r.caller as RunRecord['caller'],
+      ...(r.client_name === null ? {} : { clientName: r.client_name }),
+      ...(r.client_version === null ? {} : { clientVersion: r.client_version }),
+      ...(r.transport === null ? {} : { transport: r.transport }),
+      ...(r.profile === null ? {} : { profile: r.profile }),
+      args: JSON.parse(r.args) as unknown,
+      startedAt: r.started_at,
+      durationMs: r.duration_ms,
+      ok: r.ok === 1,
+      ...(r.error_code === null ? {} : { errorCode: r.error_code }),
+      ...(r.error_message === null ? {} : { errorMessage: r.error_message }),
+      bytesOut: r.bytes_out,
+    }));
+  }
+}

@@ -1,0 +1,81 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FunctionSpecSchema, StudioError, type FunctionRecord, type FunctionSpec } from '../model/index.ts';
+import { parseSpec, specOf, type SaveInput } from './repository.ts';
+
+const SPEC_FILE = 'function.json';
+
+/**
+ * Reads functions from disk: `dir` is either one function's folder (`function.json` + `index.ts`
+ * or `index.js`) or a folder of such folders. Everything is validated before anything is returned,
+ * so a bad folder fails the whole import with an error naming the file.
+ */
+export function readFunctionFolders(dir: string): SaveInput[] {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw new StudioError('bad_input', `${dir} is not a folder; pass a function's folder (with function.json) or a folder of them`);
+  }
+  if (existsSync(join(dir, SPEC_FILE))) return [readOne(dir)];
+  const folders = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && existsSync(join(dir, e.name, SPEC_FILE)))
+    .map((e) => join(dir, e.name))
+    .sort();
+  if (folders.length === 0) {
+    throw new StudioError('bad_input', `${dir} holds no function: expected ${SPEC_FILE} in it or in its sub-folders`);
+  }
+  const inputs = folders.map(readOne);
+  const seen = new Set<string>();
+  for (const input of inputs) {
+    const name = input.spec.name as string;
+    if (seen.has(name)) throw new StudioError('bad_input', `two folders in ${dir} define the function "${name}"; names must be unique`);
+    seen.add(name);
+  }
+  return inputs;
+}
+
+function readOne(folder: string): SaveInput {
+  const specPath = join(folder, SPEC_FILE);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(specPath, 'utf8'));
+  } catch (error) {
+    throw new StudioError('bad_input', `${specPath}: not valid JSON (${(error as Error).message})`);
+  }
+  const sources = (['ts', 'js'] as const).filter((l) => existsSync(join(folder, `index.${l}`)));
+  if (sources.length === 0) throw new StudioError('bad_input', `${folder}: no index.ts or index.js beside ${SPEC_FILE}`);
+  if (sources.length > 1) throw new StudioError('bad_input', `${folder}: both index.ts and index.js exist; keep one`);
+  const language = sources[0]!;
+  const spec = parseSpec(raw && typeof raw === 'object' && !('language' in raw) ? { ...raw, language } : raw, specPath);
+  if (spec.language !== language) {
+    throw new StudioError('bad_input', `${specPath}: "language" is "${spec.language}" but the source file is index.${language}`);
+  }
+  return { spec, source: readFileSync(join(folder, `index.${language}`), 'utf8') };
+}
+
+/** Writes each function as `<dir>/<name>/function.json` + `index.<language>`. */
+export function writeFunctionFolders(dir: string, records: FunctionRecord[]): string[] {
+  mkdirSync(dir, { recursive: true });
+  return records.map((record) => {
+    const folder = join(dir, record.name);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, SPEC_FILE), canonicalSpecJson(specOf(record)));
+    writeFileSync(join(folder, `index.${record.language}`), record.source);
+    return folder;
+  });
+}
+
+/**
+ * function.json as we write it: keys in schema order, fields at their default left out, two-space
+ * indent, trailing newline. Import then export of a file in this form gives the same bytes.
+ */
+export function canonicalSpecJson(spec: FunctionSpec): string {
+  const defaults = FunctionSpecSchema.parse({ name: spec.name }) as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(FunctionSpecSchema.shape)) {
+    const value = (spec as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    const always = key === 'name' || key === 'description' || key === 'inputSchema';
+    if (!always && JSON.stringify(value) === JSON.stringify(defaults[key])) continue;
+    out[key] = value;
+  }
+  return `${JSON.stringify(out, null, 2)}\n`;
+}

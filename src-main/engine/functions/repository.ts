@@ -1,0 +1,197 @@
+import type { Db } from '../store/database.ts';
+import { nowIso } from '../store/database.ts';
+import {
+  FunctionNameSchema,
+  FunctionSpecSchema,
+  StudioError,
+  type FunctionRecord,
+  type FunctionSpec,
+  type FunctionSpecInput,
+  type RevisionRecord,
+} from '../model/index.ts';
+import { compileFunction, type CompiledFunction } from './compile.ts';
+import { formatZodError } from '../model/validation.ts';
+
+interface Row {
+  id: number;
+  name: string;
+  spec: string;
+  source: string;
+  compiled: string;
+  enabled: number;
+  revision: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface LoadedFunction {
+  record: FunctionRecord;
+  compiled: CompiledFunction;
+}
+
+export interface SaveInput {
+  spec: FunctionSpecInput;
+  source: string;
+}
+
+/** Parses a spec, turning zod's issues into one readable bad_input error. */
+export function parseSpec(input: unknown, where = 'function.json'): FunctionSpec {
+  const parsed = FunctionSpecSchema.safeParse(input);
+  if (!parsed.success) throw new StudioError('bad_input', `${where}: ${formatZodError(parsed.error)}`);
+  return parsed.data;
+}
+
+/**
+ * Functions and their revision history in SQLite. Every save compiles first: a source that does
+ * not compile is refused with line and column, and the stored version stays as it was.
+ * Each change bumps `catalog_version`, which running MCP servers in any process watch.
+ */
+export class FunctionRepository {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  list(): FunctionRecord[] {
+    const rows = this.#db.prepare('SELECT * FROM functions ORDER BY name').all() as Row[];
+    return rows.map(toRecord);
+  }
+
+  find(name: string): FunctionRecord | undefined {
+    const row = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  get(name: string): FunctionRecord {
+    const found = this.find(name);
+    if (!found) throw notFound(name);
+    return found;
+  }
+
+  /** The record with its compiled script, as the sandbox needs it. */
+  load(name: string): LoadedFunction {
+    const row = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined;
+    if (!row) throw notFound(name);
+    return { record: toRecord(row), compiled: JSON.parse(row.compiled) as CompiledFunction };
+  }
+
+  /** Compiles and stores a function (created, or updated by name). Returns the new record. */
+  async save(input: SaveInput): Promise<FunctionRecord> {
+    const spec = parseSpec(input.spec);
+    if (typeof input.source !== 'string') throw new StudioError('bad_input', 'source must be a string');
+    const compiled = await compileFunction(input.source, spec.language, spec.name);
+    return this.#write(spec, input.source, compiled);
+  }
+
+  /** Compiles every input first; stores all or none. */
+  async saveAll(inputs: SaveInput[]): Promise<FunctionRecord[]> {
+    const prepared: Array<{ spec: FunctionSpec; source: string; compiled: CompiledFunction }> = [];
+    for (const input of inputs) {
+      const spec = parseSpec(input.spec);
+      prepared.push({ spec, source: input.source, compiled: await compileFunction(input.source, spec.language, spec.name) });
+    }
+    return this.#db.transaction(() => prepared.map((p) => this.#write(p.spec, p.source, p.compiled)))();
+  }
+
+  #write(spec: FunctionSpec, source: string, compiled: CompiledFunction): FunctionRecord {
+    const now = nowIso();
+    const specJson = JSON.stringify(spec);
+    const tx = this.#db.transaction((): FunctionRecord => {
+      const existing = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(spec.name) as Row | undefined;
+      if (existing && existing.spec === specJson && existing.source === source) return toRecord(existing);
+      let id: number;
+      let revision: number;
+      if (existing) {
+        id = existing.id;
+        revision = existing.revision + 1;
+        this.#db
+          .prepare('UPDATE functions SET spec = ?, source = ?, compiled = ?, enabled = ?, revision = ?, updated_at = ? WHERE id = ?')
+          .run(specJson, source, JSON.stringify(compiled), spec.enabled ? 1 : 0, revision, now, id);
+      } else {
+        revision = 1;
+        id = Number(
+          this.#db
+            .prepare('INSERT INTO functions (name, spec, source, compiled, enabled, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+            .run(spec.name, specJson, source, JSON.stringify(compiled), spec.enabled ? 1 : 0, revision, now, now).lastInsertRowid,
+        );
+      }
+      this.#db.prepare('INSERT INTO revisions (function_id, revision, spec, source, created_at) VALUES (?, ?, ?, ?, ?)').run(id, revision, specJson, source, now);
+      this.#bumpCatalog();
+      return toRecord(this.#db.prepare('SELECT * FROM functions WHERE id = ?').get(id) as Row);
+    });
+    return tx.immediate();
+  }
+
+  async setEnabled(name: string, enabled: boolean): Promise<FunctionRecord> {
+    const current = this.get(name);
+    return this.save({ spec: { ...specOf(current), enabled }, source: current.source });
+  }
+
+  async rename(name: string, newName: string): Promise<FunctionRecord> {
+    const parsedName = FunctionNameSchema.safeParse(newName);
+    if (!parsedName.success) throw new StudioError('bad_input', `"${newName}": ${formatZodError(parsedName.error)}`);
+    const current = this.get(name);
+    if (name === newName) return current;
+    if (this.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);
+    const compiled = await compileFunction(current.source, current.language, newName);
+    const spec = { ...specOf(current), name: newName };
+    return this.#db.transaction(() => {
+      this.#db
+        .prepare('UPDATE functions SET name = ?, spec = ?, compiled = ?, updated_at = ? WHERE id = ?')
+        .run(newName, JSON.stringify(spec), JSON.stringify(compiled), nowIso(), current.id);
+      this.#bumpCatalog();
+      return this.get(newName);
+    }).immediate();
+  }
+
+  delete(name: string): void {
+    const info = this.#db.transaction(() => {
+      const r = this.#db.prepare('DELETE FROM functions WHERE name = ?').run(name);
+      if (r.changes > 0) this.#bumpCatalog();
+      return r;
+    })();
+    if (info.changes === 0) throw notFound(name);
+  }
+
+  revisions(name: string): RevisionRecord[] {
+    const fn = this.get(name);
+    const rows = this.#db
+      .prepare('SELECT revision, spec, source, created_at FROM revisions WHERE function_id = ? ORDER BY revision DESC')
+      .all(fn.id) as Array<{ revision: number; spec: string; source: string; created_at: string }>;
+    return rows.map((r) => ({ revision: r.revision, source: r.source, spec: JSON.parse(r.spec) as FunctionSpec, createdAt: r.created_at }));
+  }
+
+  /** Makes an old revision current again (as a new revision, so nothing is lost). */
+  async restore(name: string, revision: number): Promise<FunctionRecord> {
+    const found = this.revisions(name).find((r) => r.revision === revision);
+    if (!found) throw new StudioError('not_found', `function "${name}" has no revision ${revision}; see its history for the revisions it has`);
+    return this.save({ spec: { ...found.spec, name }, source: found.source });
+  }
+
+  /** A number that changes whenever any process changes the set of functions. */
+  catalogVersion(): number {
+    const row = this.#db.prepare("SELECT value FROM settings WHERE key = 'catalog_version'").get() as { value: string } | undefined;
+    return row ? Number(row.value) : 0;
+  }
+
+  #bumpCatalog(): void {
+    this.#db
+      .prepare("INSERT INTO settings (key, value) VALUES ('catalog_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+      .run();
+  }
+}
+
+export function specOf(record: FunctionRecord): FunctionSpec {
+  const { id: _id, source: _source, revision: _revision, createdAt: _c, updatedAt: _u, ...spec } = record;
+  return spec;
+}
+
+function toRecord(row: Row): FunctionRecord {
+  const spec = JSON.parse(row.spec) as FunctionSpec;
+  return { ...spec, enabled: row.enabled === 1, id: row.id, source: row.source, revision: row.revision, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+function notFound(name: string): StudioError {
+  return new StudioError('not_found', `no function named "${name}"; "callable list" shows the functions there are`);
+}

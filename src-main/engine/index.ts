@@ -1,0 +1,215 @@
+import { randomUUID } from 'node:crypto';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { RunLedger } from './audit/ledger.ts';
+import { CredentialService } from './credentials/credentials.ts';
+import { Redactor } from './credentials/redact.ts';
+import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.ts';
+import { readFunctionFolders, writeFunctionFolders } from './functions/files.ts';
+import { FunctionRepository, type SaveInput } from './functions/repository.ts';
+import { SchemaValidator } from './functions/schemas.ts';
+import {
+  effectiveLimits,
+  StudioError,
+  type Caller,
+  type FunctionRecord,
+  type LogEntry,
+  type RunRecord,
+  type RunResult,
+  type TraceEntry,
+} from './model/index.ts';
+import { guardedFetch, systemResolver, type Resolver } from './net/guardedFetch.ts';
+import { SandboxExecutor, type ProgressUpdate } from './sandbox/executor.ts';
+import { openDatabase, type Db } from './store/database.ts';
+
+export * from './model/index.ts';
+export type { SecretStore } from './credentials/secretStore.ts';
+export { KeychainSecretStore, EnvSecretStore, MemorySecretStore, KEYCHAIN_SERVICE } from './credentials/secretStore.ts';
+export type { Resolver } from './net/guardedFetch.ts';
+export type { ProgressUpdate } from './sandbox/executor.ts';
+export { canonicalSpecJson } from './functions/files.ts';
+
+export const PRODUCT_NAME = 'Callable Studio';
+
+/**
+ * The data folder Electron's `userData` would be for the product name, so the app, the CLI and
+ * every MCP server share one database. `--data-dir` and CALLABLE_DATA_DIR override it.
+ */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
+  if (env.CALLABLE_DATA_DIR) return env.CALLABLE_DATA_DIR;
+  const home = homedir();
+  if (platform === 'darwin') return join(home, 'Library', 'Application Support', PRODUCT_NAME);
+  if (platform === 'win32') return join(env.APPDATA ?? join(home, 'AppData', 'Roaming'), PRODUCT_NAME);
+  return join(env.XDG_CONFIG_HOME ?? join(home, '.config'), PRODUCT_NAME);
+}
+
+export interface EngineOptions {
+  dataDir: string;
+  /** Where secrets live; by default the OS keychain (or CALLABLE_SECRETS=env). */
+  secrets?: SecretStore;
+  env?: NodeJS.ProcessEnv;
+  /** DNS for ctx.fetch; tests make names resolve to chosen addresses. */
+  resolver?: Resolver;
+  /** Diagnostics (never stdout: it may carry MCP). */
+  diagnostic?: (message: string) => void;
+}
+
+export interface RunOptions {
+  caller: Caller;
+  client?: { name?: string | undefined; version?: string | undefined } | undefined;
+  transport?: string | undefined;
+  profile?: string | undefined;
+  signal?: AbortSignal | undefined;
+  onLog?: ((entry: LogEntry) => void) | undefined;
+  onProgress?: ((update: ProgressUpdate) => void) | undefined;
+  /** MCP calls only run enabled functions; the console and CLI may run a disabled one. */
+  requireEnabled?: boolean | undefined;
+}
+
+/**
+ * The engine: functions, sandbox, egress, credentials and audit behind one facade, shared by
+ * the desktop app, the `callable` command and the tests. Runs the same under Electron and Node.
+ */
+export class Engine {
+  readonly dataDir: string;
+  readonly functions: FunctionRepository;
+  readonly credentials: CredentialService;
+  readonly runs: RunLedger;
+  readonly #db: Db;
+  readonly #executor: SandboxExecutor;
+  readonly #schemas = new SchemaValidator();
+  readonly #resolver: Resolver;
+
+  constructor(options: EngineOptions) {
+    this.dataDir = options.dataDir;
+    this.#db = openDatabase(options.dataDir);
+    this.functions = new FunctionRepository(this.#db);
+    this.credentials = new CredentialService(this.#db, options.secrets ?? secretStoreFromEnv(options.env ?? process.env));
+    this.runs = new RunLedger(this.#db);
+    this.#resolver = options.resolver ?? systemResolver;
+    this.#executor = new SandboxExecutor({ ...(options.diagnostic ? { onDiagnostic: options.diagnostic } : {}) });
+  }
+
+  get database(): Db {
+    return this.#db;
+  }
+
+  /** Validates schemas, compiles and stores a function (created or updated by name). */
+  async saveFunction(input: SaveInput): Promise<FunctionRecord> {
+    this.#checkSchemas(input.spec as { inputSchema?: object; outputSchema?: object });
+    return this.functions.save(input);
+  }
+
+  /** Imports every function under `dir`; all or nothing. */
+  async importFunctions(dir: string): Promise<FunctionRecord[]> {
+    const inputs = readFunctionFolders(dir);
+    for (const input of inputs) this.#checkSchemas(input.spec as { inputSchema?: object; outputSchema?: object }, `${input.spec.name as string}: `);
+    return this.functions.saveAll(inputs);
+  }
+
+  /** Writes functions (all, or the named ones) as folders under `dir`. */
+  exportFunctions(dir: string, names?: string[]): string[] {
+    const records = names && names.length > 0 ? names.map((n) => this.functions.get(n)) : this.functions.list();
+    return writeFunctionFolders(dir, records);
+  }
+
+  /**
+   * Runs a function once: arguments checked against its inputSchema, the call sandboxed, the
+   * result checked against its outputSchema, secrets redacted, the run recorded.
+   * Throws only for a function that does not exist (or is disabled when `requireEnabled`).
+   */
+  async run(name: string, args: unknown, options: RunOptions): Promise<RunResult> {
+    const { record, compiled } = this.functions.load(name);
+    if (options.requireEnabled && !record.enabled) throw new StudioError('disabled', `function "${name}" is disabled; enable it to call it`);
+    const runId = randomUUID();
+    const startedAt = new Date().toISOString();
+    const started = performance.now();
+    const trace: TraceEntry[] = [];
+    const redactor = new Redactor();
+    let result: RunResult;
+
+    const argProblem = this.#schemas.check(record.inputSchema, args, `${name}'s inputSchema`, 'args');
+    if (argProblem !== undefined) {
+      result = {
+        ok: false,
+        runId,
+        error: { code: 'bad_input', message: `invalid arguments: ${argProblem}` },
+        logs: [],
+        trace,
+        metrics: { durationMs: 0, resultBytes: 0 },
+      };
+    } else {
+      const limits = effectiveLimits(record);
+      const outcome = await this.#executor.run({
+        functionName: name,
+        compiled,
+        limits,
+        argsJson: JSON.stringify(args ?? {}),
+        runId,
+        signal: options.signal,
+        onLog: options.onLog && ((entry) => options.onLog?.(redactor.active ? { ...entry, message: redactor.text(entry.message) } : entry)),
+        onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),
+        fetch: (request, signal) =>
+          guardedFetch(request, {
+            allowedHosts: record.allowedHosts,
+            maxResponseBytes: limits.responseBytes,
+            credential: async (credentialName) => {
+              const injection = await this.credentials.injection(credentialName, record.credentials);
+              redactor.add(credentialName, injection.secret);
+              if (injection.header) redactor.add(credentialName, injection.header[1]);
+              return injection;
+            },
+            resolver: this.#resolver,
+            signal,
+            trace: (entry) => trace.push(entry),
+          }),
+      });
+      const metrics = { durationMs: outcome.durationMs, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
+      if (outcome.ok) {
+        const outputProblem =
+          record.outputSchema && outcome.content === undefined ? this.#schemas.check(record.outputSchema, outcome.value, `${name}'s outputSchema`, 'result') : undefined;
+        result =
+          outputProblem === undefined
+            ? { ok: true, runId, value: outcome.value, ...(outcome.content ? { content: outcome.content } : {}), logs: outcome.logs, trace, metrics }
+            : { ok: false, runId, error: { code: 'output_invalid', message: `the result does not match the outputSchema: ${outputProblem}` }, logs: outcome.logs, trace, metrics };
+      } else {
+        result = { ok: false, runId, error: outcome.error, logs: outcome.logs, trace, metrics };
+      }
+      result = redactor.json(result);
+    }
+
+    const audit: RunRecord = {
+      id: runId,
+      functionName: name,
+      caller: options.caller,
+      clientName: options.client?.name,
+      clientVersion: options.client?.version,
+      transport: options.transport,
+      profile: options.profile,
+      args: redactor.json(args),
+      startedAt,
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      ok: result.ok,
+      errorCode: result.ok ? undefined : result.error.code,
+      errorMessage: result.ok ? undefined : result.error.message.slice(0, 2000),
+      bytesOut: result.metrics.resultBytes,
+    };
+    this.runs.record(audit);
+    return result;
+  }
+
+  #checkSchemas(spec: { inputSchema?: object; outputSchema?: object }, prefix = ''): void {
+    if (spec.inputSchema && typeof spec.inputSchema === 'object') this.#schemas.compile(spec.inputSchema, `${prefix}inputSchema`);
+    if (spec.outputSchema && typeof spec.outputSchema === 'object') this.#schemas.compile(spec.outputSchema, `${prefix}outputSchema`);
+  }
+
+  close(): void {
+    this.#executor.dispose();
+    this.#db.close();
+  }
+}
+
+export function createEngine(options: EngineOptions): Engine {
+  return new Engine(options);
+}

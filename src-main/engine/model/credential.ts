@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { CredentialNameSchema, HostPatternSchema } from './function.ts';
+
+export const CredentialPlacementSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('header'),
+      header: z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'a header name has only letters, digits and -'),
+      template: z.string().max(1000).refine((t) => t.includes('{secret}'), 'the template must contain {secret}, e.g. "Bearer {secret}"'),
+    })
+    .strict(),
+  z.object({ kind: z.literal('query'), param: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'a query parameter name has only letters, digits, _ . and -') }).strict(),
+]);
+export type CredentialPlacement = z.infer<typeof CredentialPlacementSchema>;
+
+/** A credential's public half: where it may go and how. The secret lives in the keychain only. */
+export const CredentialSpecSchema = z
+  .object({
+    name: CredentialNameSchema,
+    hosts: z.array(HostPatternSchema).min(1, 'a credential needs at least one host it may be sent to').max(50),
+    placement: CredentialPlacementSchema,
+  })
+  .strict();
+export type CredentialSpec = z.infer<typeof CredentialSpecSchema>;
+
+export interface CredentialInfo extends CredentialSpec {
+  /** Whether the secret store holds a secret for it (never the secret itself). */
+  hasSecret: boolean | 'unknown';
+  createdAt: string;
+  updatedAt: string;
+}

@@ -1,0 +1,58 @@
+/**
+ * The closed set of error codes the engine reports. Expected failures (a limit crossed, a refused
+ * host, bad input) carry one of these; anything else is a bug and stays an exception.
+ */
+export const ERROR_CODES = [
+  'bad_input',
+  'not_found',
+  'conflict',
+  'compile_error',
+  'disabled',
+  'timeout',
+  'memory_limit',
+  'result_too_large',
+  'log_limit',
+  'fetch_limit',
+  'response_too_large',
+  'egress_refused',
+  'fetch_failed',
+  'credential_refused',
+  'keychain_unavailable',
+  'function_error',
+  'output_invalid',
+  'cancelled',
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** An expected failure with a code, safe to show to a user or a model. */
+export class StudioError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'StudioError';
+    this.code = code;
+    this.details = details;
+  }
+}
+
+export function isStudioError(value: unknown): value is StudioError {
+  return value instanceof StudioError;
+}
+
+/** The shape an error takes when it crosses a process or bridge boundary. */
+export interface ErrorInfo {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export function toErrorInfo(error: unknown): ErrorInfo {
+  if (error instanceof StudioError) {
+    return error.details ? { code: error.code, message: error.message, details: error.details } : { code: error.code, message: error.message };
+  }
+  return { code: 'internal', message: error instanceof Error ? error.message : String(error) };
+}

@@ -1,0 +1,345 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import zlib from 'node:zlib';
+import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type TraceEntry } from '../model/index.ts';
+import { classifyAddress, isIpLiteral, unbracket } from './addresses.ts';
+
+/** Resolves a hostname to every address it has. Injected so tests can make a name resolve anywhere. */
+export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
+
+export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+
+export interface OutgoingRequest {
+  url: string;
+  method: string;
+  headers: Array<[string, string]>;
+  body?: Uint8Array | undefined;
+  credential?: string | undefined;
+  redirect: 'follow' | 'manual' | 'error';
+}
+
+export interface IncomingResponse {
+  status: number;
+  statusText: string;
+  headers: Array<[string, string]>;
+  url: string;
+  redirected: boolean;
+  body: Uint8Array;
+}
+
+/** What a credential adds to a request that is allowed to carry it. */
+export interface CredentialInjection {
+  name: string;
+  hosts: HostPattern[];
+  header?: [string, string];
+  query?: [string, string];
+  secret: string;
+}
+
+export interface FetchPolicy {
+  allowedHosts: readonly string[];
+  maxResponseBytes: number;
+  /** Resolves a credential the function asked for, or throws (credential_refused, keychain_unavailable). */
+  credential: (name: string) => Promise<CredentialInjection>;
+  resolver: Resolver;
+  signal: AbortSignal;
+  /** Called once per hop, and once per refusal. */
+  trace: (entry: TraceEntry) => void;
+}
+
+const MANAGED_HEADERS = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'expect',
+]);
+const MAX_REDIRECTS = 10;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * The one way out of the sandbox. Every hop is checked against the allow-list, resolved here,
+ * classified, and the connection is pinned to the checked address; credentials are added here and
+ * only towards their own hosts. Refusals are `egress_refused` errors; a body over the limit is
+ * `response_too_large`.
+ */
+export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy): Promise<IncomingResponse> {
+  const patterns = policy.allowedHosts.map((h) => parseHostPattern(h)).filter((p): p is HostPattern => !isHostPatternError(p));
+  const method = request.method.toUpperCase();
+  if (!/^[A-Z]{1,20}$/.test(method)) throw refusedEarly(policy, request, `"${request.method}" is not an HTTP method`);
+  const headers: Array<[string, string]> = [];
+  for (const [name, value] of request.headers) {
+    const lower = name.toLowerCase();
+    if (MANAGED_HEADERS.has(lower) || lower.startsWith('proxy-')) {
+      throw refusedEarly(policy, request, `the "${name}" header is set by the host, not by the function; remove it`);
+    }
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(value)) {
+      throw refusedEarly(policy, request, `header "${name}" has an invalid name or value`);
+    }
+    headers.push([name, value]);
+  }
+  const injection = request.credential === undefined ? undefined : await policy.credential(request.credential);
+
+  let url = request.url;
+  let currentMethod = method;
+  let body = request.body;
+  let redirectFrom: string | undefined;
+  let carryAuthorization = true;
+  for (let hop = 0; ; hop++) {
+    const started = performance.now();
+    const target = checkUrl(url, patterns, policy, request, redirectFrom);
+    if (injection && !injection.hosts.some((h) => hostMatches(h, target.hostname, target.port, target.defaultPort))) {
+      if (hop === 0) {
+        throw refused(policy, request, target.display, redirectFrom, `credential "${injection.name}" may only be sent to ${injection.hosts.map(describePattern).join(', ')}`);
+      }
+    }
+    const address = await resolveChecked(target, policy, request, redirectFrom);
+    const sendCredential = injection !== undefined && injection.hosts.some((h) => hostMatches(h, target.hostname, target.port, target.defaultPort));
+    const outUrl = new URL(target.url.href);
+    const outHeaders: Record<string, string> = {};
+    for (const [name, value] of headers) {
+      if (!carryAuthorization && (name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie')) continue;
+      outHeaders[name.toLowerCase()] = outHeaders[name.toLowerCase()] === undefined ? value : `${outHeaders[name.toLowerCase()]}, ${value}`;
+    }
+    if (sendCredential && injection.header) outHeaders[injection.header[0].toLowerCase()] = injection.header[1];
+    if (sendCredential && injection.query) outUrl.searchParams.set(injection.query[0], injection.query[1]);
+    outHeaders['accept-encoding'] ??= 'gzip, deflate, br';
+    outHeaders['user-agent'] ??= 'CallableStudio/0.1';
+    if (body !== undefined) outHeaders['content-length'] = String(body.byteLength);
+
+    const entry: TraceEntry = {
+      method: currentMethod,
+      url: target.display,
+      ms: 0,
+      bytesOut: body?.byteLength ?? 0,
+      bytesIn: 0,
+      ...(sendCredential ? { credential: injection.name } : {}),
+      ...(redirectFrom ? { redirectFrom } : {}),
+    };
+    let response: RawResponse;
+    try {
+      response = await send(outUrl, currentMethod, outHeaders, body, address, policy);
+    } catch (error) {
+      entry.ms = round(performance.now() - started);
+      if (error instanceof StudioError) {
+        entry.error = error.message;
+        policy.trace(entry);
+        throw error;
+      }
+      const message = policy.signal.aborted ? 'the run ended before the response arrived' : `request failed: ${(error as Error).message}`;
+      entry.error = message;
+      policy.trace(entry);
+      throw new StudioError('fetch_failed', `${currentMethod} ${target.display}: ${message}`);
+    }
+    entry.status = response.status;
+    entry.bytesIn = response.body.byteLength;
+    entry.ms = round(performance.now() - started);
+    policy.trace(entry);
+
+    const location = response.headers.find(([k]) => k === 'location')?.[1];
+    if (!REDIRECT_STATUSES.has(response.status) || location === undefined || request.redirect === 'manual') {
+      return { status: response.status, statusText: response.statusText, headers: response.headers, url: target.display, redirected: hop > 0, body: response.body };
+    }
+    if (request.redirect === 'error') {
+      throw new StudioError('fetch_failed', `${currentMethod} ${target.display} redirected to ${location} and the request said redirect: "error"`);
+    }
+    if (hop + 1 > MAX_REDIRECTS) throw new StudioError('fetch_failed', `${request.url}: more than ${MAX_REDIRECTS} redirects`);
+    let next: URL;
+    try {
+      next = new URL(location, target.url);
+    } catch {
+      throw new StudioError('fetch_failed', `${target.display} redirected to an invalid URL`);
+    }
+    if (next.origin !== target.url.origin) carryAuthorization = false;
+    if (response.status === 303 || ((response.status === 301 || response.status === 302) && currentMethod === 'POST')) {
+      currentMethod = currentMethod === 'HEAD' ? 'HEAD' : 'GET';
+      body = undefined;
+    }
+    redirectFrom = target.display;
+    url = next.href;
+  }
+}
+
+interface CheckedUrl {
+  url: URL;
+  hostname: string;
+  port: number;
+  defaultPort: number;
+  /** The URL as it may appear in traces and messages. */
+  display: string;
+  namedLiteral: boolean;
+}
+
+function checkUrl(raw: string, patterns: HostPattern[], policy: FetchPolicy, request: OutgoingRequest, redirectFrom: string | undefined): CheckedUrl {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw refused(policy, request, String(raw).slice(0, 200), redirectFrom, `"${String(raw).slice(0, 200)}" is not an absolute URL`);
+  }
+  const display = `${url.protocol}//${url.host}${url.pathname}${url.search}`;
+  if (url.username !== '' || url.password !== '') {
+    throw refused(policy, request, display, redirectFrom, 'URLs with a user name or password are refused; use a credential instead');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw refused(policy, request, display, redirectFrom, `only https is allowed (got ${url.protocol})`);
+  }
+  const defaultPort = url.protocol === 'https:' ? 443 : 80;
+  const port = url.port === '' ? defaultPort : Number(url.port);
+  const hostname = url.hostname;
+  const matching = patterns.filter((p) => hostMatches(p, hostname, port, defaultPort));
+  if (matching.length === 0) {
+    const allowed = patterns.length === 0 ? 'the function has no allowedHosts (no network)' : `allowedHosts is ${patterns.map(describePattern).join(', ')}`;
+    throw refused(policy, request, display, redirectFrom, `${url.host} is not an allowed host: ${allowed}; add it to the function's allowedHosts`);
+  }
+  const namedLiteral = isIpLiteral(hostname) && matching.some((p) => p.literal && p.host === hostname);
+  if (url.protocol === 'http:' && !namedLiteral) {
+    throw refused(policy, request, display, redirectFrom, 'plain http is only allowed to a literal local address named in allowedHosts (e.g. 127.0.0.1:8080); use https');
+  }
+  return { url, hostname, port, defaultPort, display, namedLiteral };
+}
+
+async function resolveChecked(target: CheckedUrl, policy: FetchPolicy, request: OutgoingRequest, redirectFrom: string | undefined): Promise<{ address: string; family: 4 | 6 }> {
+  if (isIpLiteral(target.hostname)) {
+    const verdict = classifyAddress(unbracket(target.hostname), target.namedLiteral);
+    if (!verdict.allowed) throw refused(policy, request, target.display, redirectFrom, verdict.reason);
+    return verdict;
+  }
+  let addresses: Array<{ address: string; family: number }>;
+  try {
+    addresses = await policy.resolver(target.hostname);
+  } catch (error) {
+    throw refused(policy, request, target.display, redirectFrom, `${target.hostname} could not be resolved (${(error as NodeJS.ErrnoException).code ?? 'DNS error'})`);
+  }
+  if (addresses.length === 0) throw refused(policy, request, target.display, redirectFrom, `${target.hostname} has no address`);
+  let first: { address: string; family: 4 | 6 } | undefined;
+  for (const { address } of addresses) {
+    const verdict = classifyAddress(address, false);
+    if (!verdict.allowed) throw refused(policy, request, target.display, redirectFrom, `${target.hostname} resolves to ${verdict.reason}`);
+    first ??= verdict;
+  }
+  return first!;
+}
+
+interface RawResponse {
+  status: number;
+  statusText: string;
+  headers: Array<[string, string]>;
+  body: Uint8Array;
+}
+
+function send(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: Uint8Array | undefined,
+  pinned: { address: string; family: 4 | 6 },
+  policy: FetchPolicy,
+): Promise<RawResponse> {
+  // The socket connects to the address that was checked, whatever DNS says now (no rebinding).
+  const lookup: LookupFunction = (_hostname, options, callback) => {
+    if ((options as { all?: boolean }).all) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
+  const transport = url.protocol === 'https:' ? https : http;
+  return new Promise<RawResponse>((resolve, reject) => {
+    if (policy.signal.aborted) {
+      reject(new Error('aborted'));
+      return;
+    }
+    const req = transport.request(url, { method, headers, lookup, agent: false, signal: policy.signal, servername: isIpLiteral(url.hostname) ? undefined : url.hostname });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const declared = Number(res.headers['content-length']);
+      if (Number.isFinite(declared) && declared > policy.maxResponseBytes) {
+        res.destroy();
+        reject(tooLarge(policy.maxResponseBytes, url));
+        return;
+      }
+      const encoding = String(res.headers['content-encoding'] ?? '').toLowerCase();
+      const decoder =
+        encoding === 'gzip' || encoding === 'x-gzip'
+          ? zlib.createGunzip()
+          : encoding === 'deflate'
+            ? zlib.createInflate()
+            : encoding === 'br'
+              ? zlib.createBrotliDecompress()
+              : undefined;
+      const stream = decoder ? res.pipe(decoder) : res;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.byteLength;
+        if (size > policy.maxResponseBytes) {
+          res.destroy();
+          decoder?.destroy();
+          reject(tooLarge(policy.maxResponseBytes, url));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      stream.on('error', reject);
+      res.on('error', reject);
+      stream.on('end', () => {
+        const out: Array<[string, string]> = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) {
+          const name = res.rawHeaders[i]!.toLowerCase();
+          if (decoder && (name === 'content-encoding' || name === 'content-length')) continue;
+          out.push([name, res.rawHeaders[i + 1]!]);
+        }
+        resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: out, body: new Uint8Array(Buffer.concat(chunks)) });
+      });
+    });
+    if (body !== undefined) req.end(body);
+    else req.end();
+  });
+}
+
+function tooLarge(limit: number, url: URL): StudioError {
+  return new StudioError('response_too_large', `the response from ${url.host} is larger than the response body limit (${limit} bytes); raise limits.responseBytes if that is expected`, {
+    limit: 'responseBytes',
+  });
+}
+
+function refused(policy: FetchPolicy, request: OutgoingRequest, display: string, redirectFrom: string | undefined, reason: string): StudioError {
+  policy.trace({
+    method: request.method.toUpperCase(),
+    url: display,
+    ms: 0,
+    bytesOut: 0,
+    bytesIn: 0,
+    refused: reason,
+    ...(request.credential ? { credential: request.credential } : {}),
+    ...(redirectFrom ? { redirectFrom } : {}),
+  });
+  return new StudioError('egress_refused', `${request.method.toUpperCase()} ${display} refused: ${reason}`);
+}
+
+function refusedEarly(policy: FetchPolicy, request: OutgoingRequest, reason: string): StudioError {
+  let display = String(request.url).slice(0, 200);
+  try {
+    const u = new URL(request.url);
+    display = `${u.protocol}//${u.host}${u.pathname}${u.search}`;
+  } catch {
+    /* keep the raw text */
+  }
+  return refused(policy, request, display, undefined, reason);
+}
+
+function describePattern(p: HostPattern): string {
+  return `${p.wildcard ? '*.' : ''}${p.host}${p.port === undefined ? '' : `:${p.port}`}`;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

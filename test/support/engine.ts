@@ -1,0 +1,21 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { createEngine, MemorySecretStore, type Engine, type EngineOptions, type FunctionSpecInput } from '../../src-main/engine/index.ts';
+
+/** An engine on a fresh data folder, closed and removed after the file's tests. */
+export function testEngine(options: Partial<EngineOptions> = {}): Engine {
+  const dataDir = mkdtempSync(join(tmpdir(), 'callable-engine-'));
+  const engine = createEngine({ dataDir, secrets: new MemorySecretStore(), ...options });
+  afterAll(() => {
+    engine.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return engine;
+}
+
+/** Saves a function from its source with sensible defaults for the spec. */
+export async function defineFunction(engine: Engine, spec: FunctionSpecInput, source: string) {
+  return engine.saveFunction({ spec, source });
+}
