@@ -39,6 +39,7 @@ export type SandboxOutcome = ({ ok: true; value: unknown; content?: ContentItem[
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
 const LOG_LEVELS = new Set<LogLevel>(['debug', 'info', 'warn', 'error']);
 const URL_PARTS = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash']);
+const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
 const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
 
 type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
@@ -230,7 +231,8 @@ class Run {
     }
     if (parsed.ok) {
       if (parsed.content !== undefined) return { ok: true, value: null, content: validateContent(parsed.content), ...base, resultBytes: bytes };
-      return { ok: true, value: parsed.value ?? null, ...base, resultBytes: bytes };
+      // The prelude wraps the value as {"ok":true,"value":<json>}: count only the value.
+      return { ok: true, value: parsed.value ?? null, ...base, resultBytes: Math.max(0, bytes - ENVELOPE_BYTES) };
     }
     const e = parsed.error ?? {};
     const name = typeof e.name === 'string' ? e.name : 'Error';
