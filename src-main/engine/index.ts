@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +22,8 @@ import {
 import { guardedFetch, systemResolver, type Resolver } from './net/guardedFetch.ts';
 import { SandboxExecutor, type ProgressUpdate } from './sandbox/executor.ts';
 import { openDatabase, type Db } from './store/database.ts';
+import { catalogVersion } from './store/catalog.ts';
+import { ProfileRepository } from './mcp/profiles.ts';
 
 export * from './model/index.ts';
 export type { SecretStore } from './credentials/secretStore.ts';
@@ -31,6 +33,15 @@ export type { ProgressUpdate } from './sandbox/executor.ts';
 export { canonicalSpecJson } from './functions/files.ts';
 
 export const PRODUCT_NAME = 'Callable Studio';
+/** Keychain account of the HTTP token; ':' keeps it apart from credential names. */
+const MCP_TOKEN_ACCOUNT = 'mcp:http-token';
+
+/** Constant-time comparison of a presented token with the expected one. */
+export function tokenMatches(presented: string, expected: string): boolean {
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
 
 /**
  * The data folder Electron's `userData` would be for the product name, so the app, the CLI and
@@ -76,7 +87,13 @@ export class Engine {
   readonly functions: FunctionRepository;
   readonly credentials: CredentialService;
   readonly runs: RunLedger;
+  readonly profiles: ProfileRepository;
   readonly #db: Db;
+  readonly #secrets: SecretStore;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #catalogListeners = new Set<() => void>();
+  #catalogPoll: NodeJS.Timeout | undefined;
+  #catalogSeen = 0;
   readonly #executor: SandboxExecutor;
   readonly #schemas = new SchemaValidator();
   readonly #resolver: Resolver;
@@ -85,8 +102,11 @@ export class Engine {
     this.dataDir = options.dataDir;
     this.#db = openDatabase(options.dataDir);
     this.functions = new FunctionRepository(this.#db);
-    this.credentials = new CredentialService(this.#db, options.secrets ?? secretStoreFromEnv(options.env ?? process.env));
+    this.#env = options.env ?? process.env;
+    this.#secrets = options.secrets ?? secretStoreFromEnv(this.#env);
+    this.credentials = new CredentialService(this.#db, this.#secrets);
     this.runs = new RunLedger(this.#db);
+    this.profiles = new ProfileRepository(this.#db);
     this.#resolver = options.resolver ?? systemResolver;
     this.#executor = new SandboxExecutor({ ...(options.diagnostic ? { onDiagnostic: options.diagnostic } : {}) });
   }
@@ -204,7 +224,60 @@ export class Engine {
     if (spec.outputSchema && typeof spec.outputSchema === 'object') this.#schemas.compile(spec.outputSchema, `${prefix}outputSchema`);
   }
 
+  /**
+   * Calls `listener` whenever any process changes the functions or profiles MCP servers list.
+   * Polls the shared database (cheap: one indexed read) so changes from other processes arrive
+   * within half a second. Returns the unsubscribe function.
+   */
+  onCatalogChange(listener: () => void): () => void {
+    this.#catalogListeners.add(listener);
+    if (!this.#catalogPoll) {
+      this.#catalogSeen = catalogVersion(this.#db);
+      this.#catalogPoll = setInterval(() => {
+        let now: number;
+        try {
+          now = catalogVersion(this.#db);
+        } catch {
+          return;
+        }
+        if (now === this.#catalogSeen) return;
+        this.#catalogSeen = now;
+        for (const l of [...this.#catalogListeners]) l();
+      }, 250);
+      this.#catalogPoll.unref();
+    }
+    return () => {
+      this.#catalogListeners.delete(listener);
+      if (this.#catalogListeners.size === 0 && this.#catalogPoll) {
+        clearInterval(this.#catalogPoll);
+        this.#catalogPoll = undefined;
+      }
+    };
+  }
+
+  /**
+   * The bearer token of the Streamable HTTP MCP server: generated once and kept in the secret
+   * store (the OS keychain), so the app and `callable serve` share it. With CALLABLE_SECRETS=env
+   * it comes from CALLABLE_MCP_TOKEN.
+   */
+  async mcpToken(options: { regenerate?: boolean } = {}): Promise<string> {
+    if (this.#secrets.kind === 'env') {
+      const token = this.#env.CALLABLE_MCP_TOKEN;
+      if (!token) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: set CALLABLE_MCP_TOKEN to the HTTP bearer token, or serve with --no-auth');
+      return token;
+    }
+    if (!options.regenerate) {
+      const existing = await this.#secrets.get(MCP_TOKEN_ACCOUNT);
+      if (existing) return existing;
+    }
+    const token = randomBytes(24).toString('base64url');
+    await this.#secrets.set(MCP_TOKEN_ACCOUNT, token);
+    return token;
+  }
+
   close(): void {
+    if (this.#catalogPoll) clearInterval(this.#catalogPoll);
+    this.#catalogListeners.clear();
     this.#executor.dispose();
     this.#db.close();
   }

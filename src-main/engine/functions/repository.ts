@@ -1,5 +1,6 @@
 import type { Db } from '../store/database.ts';
 import { nowIso } from '../store/database.ts';
+import { bumpCatalog, catalogVersion } from '../store/catalog.ts';
 import {
   FunctionNameSchema,
   FunctionSpecSchema,
@@ -171,14 +172,11 @@ export class FunctionRepository {
 
   /** A number that changes whenever any process changes the set of functions. */
   catalogVersion(): number {
-    const row = this.#db.prepare("SELECT value FROM settings WHERE key = 'catalog_version'").get() as { value: string } | undefined;
-    return row ? Number(row.value) : 0;
+    return catalogVersion(this.#db);
   }
 
   #bumpCatalog(): void {
-    this.#db
-      .prepare("INSERT INTO settings (key, value) VALUES ('catalog_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
-      .run();
+    bumpCatalog(this.#db);
   }
 }
 

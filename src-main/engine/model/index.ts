@@ -5,3 +5,4 @@ export * from './function.ts';
 export * from './credential.ts';
 export * from './run.ts';
 export * from './validation.ts';
+export * from './profile.ts';

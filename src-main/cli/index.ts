@@ -1,0 +1,347 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createEngine, defaultDataDir, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
+import { commands as mcpCommands } from './mcp.ts';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
+
+export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
+
+const USAGE_HEAD = `callable — run and serve Callable Studio functions without the window
+
+Usage: callable <command> [options]      (every command takes --data-dir DIR; env CALLABLE_DATA_DIR)
+`;
+
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const out = (text: string): void => void io.stdout.write(`${text}\n`);
+  const err = (text: string): void => void io.stderr.write(`${text}\n`);
+  const { dataDir, rest } = extractDataDir(argv, io);
+  const [name, ...args] = rest;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    out(helpText());
+    return name === undefined ? EXIT_USAGE : EXIT_OK;
+  }
+  if (name === '--version' || name === '-v') {
+    out(readVersion());
+    return EXIT_OK;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    err(`callable: unknown command "${name}"\n\n${helpText()}`);
+    return EXIT_USAGE;
+  }
+  let engine: Engine | undefined;
+  const ctx: CommandContext = {
+    io,
+    args,
+    dataDir,
+    out,
+    err,
+    engine: () => (engine ??= createEngine({ dataDir, env: io.env, diagnostic: (m) => err(`callable: ${m}`) })),
+  };
+  try {
+    if (args.includes('--help') || args.includes('-h')) {
+      out(`Usage: callable ${command.usage}\n\n${command.summary}`);
+      return EXIT_OK;
+    }
+    return await command.run(ctx);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      err(`callable ${name}: ${error.message}\nUsage: callable ${command.usage}`);
+      return EXIT_USAGE;
+    }
+    if (error instanceof StudioError) {
+      err(`callable ${name}: ${error.message}`);
+      return ['bad_input', 'not_found', 'compile_error', 'conflict', 'disabled'].includes(error.code) ? EXIT_USAGE : EXIT_FAILED;
+    }
+    if (isParseArgsError(error)) {
+      err(`callable ${name}: ${(error as Error).message}\nUsage: callable ${command.usage}`);
+      return EXIT_USAGE;
+    }
+    throw error;
+  } finally {
+    engine?.close();
+  }
+}
+
+function helpText(): string {
+  return `${USAGE_HEAD}\n${Object.values(COMMANDS)
+    .map((c) => `  ${c.usage}\n      ${c.summary}`)
+    .join('\n')}\n\n"callable <command> --help" tells more. Exit codes: 0 ok, 1 the function or operation failed, 2 usage or bad input.`;
+}
+
+function readVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+function extractDataDir(argv: string[], io: CliIo): { dataDir: string; rest: string[] } {
+  const rest: string[] = [];
+  let dataDir: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--data-dir') {
+      dataDir = argv[++i];
+    } else if (a.startsWith('--data-dir=')) {
+      dataDir = a.slice('--data-dir='.length);
+    } else rest.push(a);
+  }
+  return { dataDir: resolve(io.cwd, dataDir ?? defaultDataDir(io.env)), rest };
+}
+
+function isParseArgsError(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS');
+}
+
+// ---- commands ----
+
+const list: Command = {
+  usage: 'list [--json]',
+  summary: 'Lists the functions: name, state, revision and description.',
+  async run(ctx) {
+    const { values } = parse(ctx.args, { json: { type: 'boolean' } }, 0);
+    const functions = ctx.engine().functions.list();
+    if (values.json) {
+      ctx.out(JSON.stringify(functions.map(({ source: _s, ...rest }) => rest), null, 2));
+      return EXIT_OK;
+    }
+    if (functions.length === 0) {
+      ctx.out(`No functions yet in ${ctx.dataDir}. Import some: callable import resources/examples`);
+      return EXIT_OK;
+    }
+    const width = Math.max(...functions.map((f) => f.name.length));
+    for (const f of functions) {
+      ctx.out(`${f.name.padEnd(width)}  ${f.enabled ? 'enabled ' : 'disabled'}  r${String(f.revision).padEnd(3)}  ${firstLine(f.title ?? f.description)}`);
+    }
+    return EXIT_OK;
+  },
+};
+
+const importCommand: Command = {
+  usage: 'import DIR',
+  summary: "Imports functions from DIR: one function's folder (function.json + index.ts|index.js) or a folder of them. All or nothing.",
+  async run(ctx) {
+    const { positionals } = parse(ctx.args, {}, 1);
+    const dir = resolve(ctx.io.cwd, positionals[0]!);
+    const records = await ctx.engine().importFunctions(dir);
+    for (const r of records) ctx.out(`imported ${r.name} (revision ${r.revision})`);
+    return EXIT_OK;
+  },
+};
+
+const exportCommand: Command = {
+  usage: 'export DIR [--name NAME]…',
+  summary: 'Writes functions (all, or the named ones) to DIR/<name>/function.json + index.ts|js, ready for git.',
+  async run(ctx) {
+    const { positionals, values } = parse(ctx.args, { name: { type: 'string', multiple: true } }, 1);
+    const folders = ctx.engine().exportFunctions(resolve(ctx.io.cwd, positionals[0]!), values.name);
+    for (const f of folders) ctx.out(`wrote ${f}`);
+    return EXIT_OK;
+  },
+};
+
+const runCommand: Command = {
+  usage: "run NAME [--args JSON | --args-file FILE] [--json]",
+  summary: 'Runs a function once in the sandbox. The result goes to stdout as JSON; logs and requests to stderr. With --json, everything as one JSON document.',
+  async run(ctx) {
+    const { positionals, values } = parse(ctx.args, { args: { type: 'string' }, 'args-file': { type: 'string' }, json: { type: 'boolean' } }, 1);
+    if (values.args !== undefined && values['args-file'] !== undefined) throw new UsageError('give --args or --args-file, not both');
+    const text = values['args-file'] !== undefined ? readArgsFile(resolve(ctx.io.cwd, values['args-file'])) : (values.args ?? '{}');
+    let args: unknown;
+    try {
+      args = JSON.parse(text);
+    } catch (error) {
+      throw new UsageError(`--args is not valid JSON (${(error as Error).message}); e.g. --args '{"text":"hi"}'`);
+    }
+    const name = positionals[0]!;
+    const result = await ctx.engine().run(name, args, {
+      caller: 'cli',
+      onLog: values.json ? undefined : (entry) => ctx.err(`[${entry.level}] ${entry.message}`),
+    });
+    if (values.json) {
+      ctx.out(JSON.stringify(result, null, 2));
+    } else {
+      for (const t of result.trace) ctx.err(describeTrace(t));
+      if (result.ok) ctx.out(JSON.stringify(result.content ?? result.value, null, 2));
+      else ctx.err(`${name} failed (${result.error.code}): ${result.error.message}`);
+      ctx.err(`${result.ok ? 'ok' : 'failed'} in ${result.metrics.durationMs} ms`);
+    }
+    if (result.ok) return EXIT_OK;
+    return result.error.code === 'bad_input' ? EXIT_USAGE : EXIT_FAILED;
+  },
+};
+
+const enable: Command = {
+  usage: 'enable NAME',
+  summary: 'Enables a function (it is served as an MCP tool again).',
+  async run(ctx) {
+    const { positionals } = parse(ctx.args, {}, 1);
+    await ctx.engine().functions.setEnabled(positionals[0]!, true);
+    ctx.out(`enabled ${positionals[0]}`);
+    return EXIT_OK;
+  },
+};
+
+const disable: Command = {
+  usage: 'disable NAME',
+  summary: 'Disables a function (no longer served as an MCP tool; kept with its history).',
+  async run(ctx) {
+    const { positionals } = parse(ctx.args, {}, 1);
+    await ctx.engine().functions.setEnabled(positionals[0]!, false);
+    ctx.out(`disabled ${positionals[0]}`);
+    return EXIT_OK;
+  },
+};
+
+const remove: Command = {
+  usage: 'rm NAME',
+  summary: 'Deletes a function and its history (export it first to keep a copy).',
+  async run(ctx) {
+    const { positionals } = parse(ctx.args, {}, 1);
+    ctx.engine().functions.delete(positionals[0]!);
+    ctx.out(`deleted ${positionals[0]}`);
+    return EXIT_OK;
+  },
+};
+
+const runs: Command = {
+  usage: 'runs [--function NAME] [--limit N] [--json]',
+  summary: 'Shows recent runs from every caller (CLI, studio, MCP clients), newest first.',
+  async run(ctx) {
+    const { values } = parse(ctx.args, { function: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } }, 0);
+    const limit = values.limit === undefined ? 20 : Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive whole number');
+    const records = ctx.engine().runs.list({ functionName: values.function, limit });
+    if (values.json) {
+      ctx.out(JSON.stringify(records, null, 2));
+      return EXIT_OK;
+    }
+    if (records.length === 0) ctx.out('No runs yet.');
+    for (const r of records) {
+      const who = r.caller === 'mcp' ? `mcp ${r.clientName ?? '?'}${r.clientVersion ? `@${r.clientVersion}` : ''} (${r.transport ?? '?'}${r.profile ? `, profile ${r.profile}` : ''})` : r.caller;
+      ctx.out(`${r.startedAt}  ${r.functionName}  ${r.ok ? 'ok' : `failed: ${r.errorCode}`}  ${r.durationMs} ms  ${who}`);
+    }
+    return EXIT_OK;
+  },
+};
+
+const credentials: Command = {
+  usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] | list [--json] | rm NAME',
+  summary:
+    'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain; default placement: --header Authorization --template "Bearer {secret}".',
+  async run(ctx) {
+    const [sub, ...rest] = ctx.args;
+    if (sub === 'list') {
+      const { values } = parse(rest, { json: { type: 'boolean' } }, 0);
+      const all = await ctx.engine().credentials.list();
+      if (values.json) ctx.out(JSON.stringify(all, null, 2));
+      else if (all.length === 0) ctx.out('No credentials yet. Add one: echo -n "$KEY" | callable credentials set NAME --host api.example.com');
+      else
+        for (const c of all) {
+          const where = c.placement.kind === 'header' ? `header ${c.placement.header}: ${c.placement.template}` : `query ?${c.placement.param}=`;
+          const secret = c.hasSecret === true ? 'secret set' : c.hasSecret === false ? 'NO SECRET' : 'keychain unavailable';
+          ctx.out(`${c.name}  ${c.hosts.join(', ')}  ${where}  (${secret})`);
+        }
+      return EXIT_OK;
+    }
+    if (sub === 'rm') {
+      const { positionals } = parse(rest, {}, 1);
+      await ctx.engine().credentials.remove(positionals[0]!);
+      ctx.out(`deleted credential ${positionals[0]}`);
+      return EXIT_OK;
+    }
+    if (sub === 'set') {
+      const { positionals, values } = parse(
+        rest,
+        { host: { type: 'string', multiple: true }, header: { type: 'string' }, template: { type: 'string' }, query: { type: 'string' }, secret: { type: 'string' } },
+        1,
+      );
+      if (values.secret !== undefined) throw new UsageError('secrets are never taken from the command line (they end up in shell history); pipe the secret to standard input');
+      if (!values.host || values.host.length === 0) throw new UsageError('give at least one --host the credential may be sent to');
+      if (values.query !== undefined && (values.header !== undefined || values.template !== undefined)) throw new UsageError('--query cannot be combined with --header/--template');
+      const placement =
+        values.query !== undefined
+          ? { kind: 'query' as const, param: values.query }
+          : { kind: 'header' as const, header: values.header ?? 'Authorization', template: values.template ?? 'Bearer {secret}' };
+      const name = positionals[0]!;
+      if (ctx.io.stdin.isTTY) ctx.err(`Secret for "${name}" (input hidden), then Enter:`);
+      const secret = await readSecret(ctx.io.stdin);
+      await ctx.engine().credentials.set({ name, hosts: values.host, placement }, secret);
+      ctx.out(`saved credential ${name} (secret in the ${ctx.engine().credentials.storeKind === 'env' ? 'environment' : 'OS keychain'})`);
+      return EXIT_OK;
+    }
+    throw new UsageError(sub === undefined ? 'missing subcommand' : `unknown subcommand "${sub}"`);
+  },
+};
+
+const COMMANDS: Record<string, Command> = {
+  list,
+  import: importCommand,
+  export: exportCommand,
+  run: runCommand,
+  enable,
+  disable,
+  rm: remove,
+  runs,
+  credentials,
+  ...mcpCommands,
+};
+
+// ---- helpers ----
+
+function firstLine(text: string): string {
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 80 ? `${line.slice(0, 77)}…` : line;
+}
+
+function readArgsFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read --args-file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+function describeTrace(t: TraceEntry): string {
+  const head = `→ ${t.method} ${t.url}`;
+  if (t.refused) return `${head}  REFUSED: ${t.refused}`;
+  if (t.error) return `${head}  ERROR: ${t.error} (${t.ms} ms)`;
+  return `${head}  ${t.status} ${t.ms} ms ${t.bytesIn} B${t.credential ? `  [credential ${t.credential}]` : ''}`;
+}
+
+/** Reads a secret from stdin: hidden input on a terminal, else everything piped in (one trailing newline dropped). */
+async function readSecret(stdin: CliIo['stdin']): Promise<string> {
+  if (stdin.isTTY && stdin.setRawMode) {
+    stdin.setRawMode(true);
+    try {
+      return await new Promise<string>((resolveSecret, reject) => {
+        let text = '';
+        const onData = (chunk: Buffer): void => {
+          for (const ch of chunk.toString('utf8')) {
+            if (ch === '\r' || ch === '\n') {
+              stdin.off('data', onData);
+              resolveSecret(text);
+              return;
+            }
+            if (ch === '\u0003') {
+              stdin.off('data', onData);
+              reject(new UsageError('cancelled'));
+              return;
+            }
+            text = ch === '\u007f' ? text.slice(0, -1) : text + ch;
+          }
+        };
+        stdin.on('data', onData);
+        stdin.resume();
+      });
+    } finally {
+      stdin.setRawMode(false);
+      stdin.pause();
+    }
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+export type { RunResult };

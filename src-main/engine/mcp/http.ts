@@ -1,0 +1,211 @@
+import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import { hostHeaderValidation, localhostHostValidation, localhostOriginValidation, NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tokenMatches, type Engine } from '../index.ts';
+import { ToolServer } from './server.ts';
+
+export interface HttpOptions {
+  host: string;
+  port: number;
+  /** The bearer token clients must present; undefined only with an explicit --no-auth. */
+  token: string | undefined;
+  diagnostic: (message: string) => void;
+  maxBodyBytes?: number;
+  /** Idle 2025-era sessions are closed after this long. */
+  sessionIdleMs?: number;
+}
+
+export interface RunningHttpServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/**
+ * Streamable HTTP MCP at /mcp (all enabled functions) and /mcp/<profile>. Host and Origin are
+ * checked first (DNS rebinding), then the bearer token, then the body size. 2026-07-28 requests
+ * go to the SDK's handler; 2025-11-25 clients get real sessions (Mcp-Session-Id, an SSE stream
+ * for list-changed, DELETE), so list-changed, logging/setLevel and cancellation work for them.
+ */
+export async function startMcpHttpServer(engine: Engine, options: HttpOptions): Promise<RunningHttpServer> {
+  const maxBody = options.maxBodyBytes ?? 1024 * 1024;
+  const idleMs = options.sessionIdleMs ?? 30 * 60 * 1000;
+  const validateHost = LOOPBACK.has(options.host) ? localhostHostValidation() : hostHeaderValidation([options.host, 'localhost', '127.0.0.1']);
+  const validateOrigin = localhostOriginValidation();
+  const onerror = (error: Error): void => options.diagnostic(`mcp http: ${error.message}`);
+
+  interface Endpoint {
+    tools: ToolServer;
+    node: ReturnType<typeof toNodeHandler>;
+    close: () => Promise<void>;
+    notify: () => void;
+  }
+  const endpoints = new Map<string, Endpoint>();
+  const endpointFor = (profile: string | undefined): Endpoint => {
+    const key = profile ?? '';
+    let endpoint = endpoints.get(key);
+    if (!endpoint) {
+      const tools = new ToolServer(engine, { profile, transport: 'http', diagnostic: options.diagnostic });
+      const handler = createMcpHandler(tools.requestFactory, { legacy: 'reject', onerror, maxRequestBodySize: maxBody });
+      endpoint = {
+        tools,
+        node: toNodeHandler(handler, { onerror, maxRequestBodySize: maxBody }),
+        close: () => handler.close(),
+        notify: () => {
+          handler.notify.toolsChanged();
+          tools.notifyToolsChanged();
+        },
+      };
+      endpoints.set(key, endpoint);
+    }
+    return endpoint;
+  };
+
+  interface Session {
+    transport: NodeStreamableHTTPServerTransport;
+    profile: string;
+    lastSeen: number;
+  }
+  const sessions = new Map<string, Session>();
+
+  const stopWatching = engine.onCatalogChange(() => {
+    for (const endpoint of endpoints.values()) endpoint.notify();
+  });
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - idleMs;
+    for (const s of sessions.values()) if (s.lastSeen < cutoff) void s.transport.close().catch(() => {});
+  }, 60_000);
+  sweeper.unref();
+
+  const legacySession = async (req: IncomingMessage, res: ServerResponse, body: unknown, profile: string | undefined): Promise<void> => {
+    const header = req.headers['mcp-session-id'];
+    const sid = Array.isArray(header) ? header[0] : header;
+    let session = sid === undefined ? undefined : sessions.get(sid);
+    if (session && session.profile !== (profile ?? '')) session = undefined;
+    if (!session) {
+      if (sid !== undefined || req.method !== 'POST') {
+        sendJsonRpcError(res, sid !== undefined ? 404 : 400, -32000, sid !== undefined ? 'Session not found: start a new session with initialize' : 'Bad Request: no session; send initialize first');
+        return;
+      }
+      const endpoint = endpointFor(profile);
+      const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id: string) => {
+          sessions.set(id, { transport, profile: profile ?? '', lastSeen: Date.now() });
+        },
+        onsessionclosed: (id: string) => {
+          sessions.delete(id);
+        },
+      });
+      const server = await endpoint.tools.trackedFactory({ era: 'legacy' });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+        void server.close().catch(() => {});
+      };
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+    session.lastSeen = Date.now();
+    await session.transport.handleRequest(req, res, body);
+  };
+
+  const httpServer: HttpServer = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      onerror(error instanceof Error ? error : new Error(String(error)));
+      if (!res.headersSent) sendJsonRpcError(res, 500, -32603, 'Internal error');
+      else res.end();
+    });
+  });
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (!validateHost(req, res) || !validateOrigin(req, res)) return;
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const match = /^\/mcp(?:\/([a-z][a-z0-9_-]{0,63}))?\/?$/.exec(path);
+    if (!match) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: the MCP endpoint is /mcp (or /mcp/<profile>)\n');
+      return;
+    }
+    if (options.token !== undefined) {
+      const auth = req.headers.authorization ?? '';
+      const presented = /^Bearer (.+)$/i.exec(auth)?.[1] ?? '';
+      if (!tokenMatches(presented, options.token)) {
+        res
+          .writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="callable-studio", error="invalid_token"' })
+          .end(JSON.stringify({ error: 'invalid_token', error_description: 'Send "Authorization: Bearer <token>"; "callable token" prints it.' }));
+        return;
+      }
+    }
+    const profile = match[1];
+    if (profile !== undefined && !engine.profiles.find(profile)) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(`Not found: no profile named "${profile}"\n`);
+      return;
+    }
+    const endpoint = endpointFor(profile);
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readJsonBody(req, maxBody);
+      if ('error' in read) {
+        sendJsonRpcError(res, read.status, read.code, read.error);
+        return;
+      }
+      body = read.body;
+    }
+    const legacy =
+      req.headers['mcp-session-id'] !== undefined || (await isLegacyRequest(await toWebRequest(req, body), body, { maxRequestBodySize: maxBody }));
+    if (legacy) await legacySession(req, res, body, profile);
+    else await endpoint.node(req, res, body);
+  };
+
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(options.port, options.host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (httpServer.address() as AddressInfo).port;
+  const hostForUrl = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
+  return {
+    url: `http://${hostForUrl}:${port}/mcp`,
+    port,
+    async close() {
+      stopWatching();
+      clearInterval(sweeper);
+      for (const s of sessions.values()) await s.transport.close().catch(() => {});
+      for (const e of endpoints.values()) await e.close().catch(() => {});
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    },
+  };
+}
+
+function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
+}
+
+async function readJsonBody(req: IncomingMessage, limit: number): Promise<{ body: unknown } | { error: string; status: number; code: number }> {
+  const type = String(req.headers['content-type'] ?? '');
+  if (!/^application\/json\b/i.test(type)) return { error: 'Unsupported Media Type: send Content-Type: application/json', status: 415, code: -32000 };
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    return { error: `Request body too large (limit ${limit} bytes)`, status: 413, code: -32000 };
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).byteLength;
+    if (size > limit) return { error: `Request body too large (limit ${limit} bytes)`, status: 413, code: -32000 };
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { body: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch {
+    return { error: 'Parse error: the body is not valid JSON', status: 400, code: -32700 };
+  }
+}

@@ -1,0 +1,224 @@
+import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpServerFactory, type Tool } from '@modelcontextprotocol/server';
+import type { Engine } from '../index.ts';
+import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../model/index.ts';
+
+export const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
+
+const FIND_TOOL = 'find_functions';
+const CALL_TOOL = 'call_function';
+const MCP_LEVEL: Record<LogLevel, 'debug' | 'info' | 'warning' | 'error'> = { debug: 'debug', info: 'info', warn: 'warning', error: 'error' };
+
+export interface ToolServerOptions {
+  /** Serve only this profile's functions (and its meta-tools, if it opts in). */
+  profile?: string | undefined;
+  transport: 'stdio' | 'http';
+  diagnostic?: (message: string) => void;
+}
+
+/**
+ * The MCP server as a factory: tools are the enabled functions (of a profile), read live from the
+ * database on every request, so a call always runs the latest saved version. Transports stay thin
+ * around this (serveStdio, createMcpHandler). `track` keeps instances that live for a connection
+ * or session so they can be told when the tool list changes.
+ */
+export class ToolServer {
+  readonly #engine: Engine;
+  readonly #options: ToolServerOptions;
+  readonly #live = new Set<Server>();
+
+  constructor(engine: Engine, options: ToolServerOptions) {
+    this.#engine = engine;
+    this.#options = options;
+    if (options.profile !== undefined) engine.profiles.get(options.profile);
+  }
+
+  /** A factory for per-connection instances (stdio, 2025-era sessions) that are told about changes. */
+  readonly trackedFactory: McpServerFactory = () => {
+    const server = this.#build();
+    this.#live.add(server);
+    const previous = server.onclose;
+    server.onclose = () => {
+      this.#live.delete(server);
+      previous?.();
+    };
+    return server;
+  };
+
+  /** A factory for per-request instances (2026-era HTTP), which are never tracked. */
+  readonly requestFactory: McpServerFactory = () => this.#build();
+
+  /** Tells every tracked instance that the tool list changed. */
+  notifyToolsChanged(): void {
+    for (const server of this.#live) {
+      server.sendToolListChanged().catch(() => {});
+    }
+  }
+
+  get liveConnections(): number {
+    return this.#live.size;
+  }
+
+  #profile(): ProfileSpec | undefined {
+    return this.#options.profile === undefined ? undefined : this.#engine.profiles.find(this.#options.profile);
+  }
+
+  /** The functions this server exposes right now. */
+  #functions(): FunctionRecord[] {
+    const profile = this.#profile();
+    const all = this.#engine.functions.list().filter((f) => f.enabled);
+    if (this.#options.profile === undefined) return all;
+    if (!profile) return [];
+    const names = new Set(profile.functions);
+    return all.filter((f) => names.has(f.name));
+  }
+
+  #build(): Server {
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: true }, logging: {} },
+      instructions: 'Tools are functions written in Callable Studio; each runs in a sandbox with its own network allow-list.',
+    });
+    server.setRequestHandler('tools/list', () => ({ tools: this.#listTools() }));
+    server.setRequestHandler('tools/call', async (request, ctx) => {
+      const name = request.params.name;
+      const args = request.params.arguments ?? {};
+      const profile = this.#profile();
+      const metaTools = profile?.metaTools === true;
+      const functions = this.#functions();
+      const envelopeInfo = (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope?.[CLIENT_INFO_META_KEY] as { name?: string; version?: string } | undefined;
+      const client = envelopeInfo ?? server.getClientVersion();
+      const progressToken = ctx.mcpReq._meta?.progressToken;
+      const runOptions = {
+        caller: 'mcp' as const,
+        client: client ? { name: client.name, version: client.version } : undefined,
+        transport: this.#options.transport,
+        profile: this.#options.profile,
+        signal: ctx.mcpReq.signal,
+        requireEnabled: true,
+        onLog: (entry: { level: LogLevel; message: string }) => {
+          ctx.mcpReq.log(MCP_LEVEL[entry.level], entry.message, 'function').catch(() => {});
+        },
+        onProgress:
+          progressToken === undefined
+            ? undefined
+            : (update: { progress: number; total?: number; message?: string }) => {
+                ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...update } }).catch(() => {});
+              },
+      };
+
+      const target = functions.find((f) => f.name === name);
+      if (target) return this.#call(server, target, args, runOptions);
+      if (metaTools && name === FIND_TOOL) return this.#find(functions, args);
+      if (metaTools && name === CALL_TOOL) {
+        const inner = typeof args.name === 'string' ? functions.find((f) => f.name === args.name) : undefined;
+        if (!inner) {
+          return errorResult(`No function named ${JSON.stringify(args.name)} in this server. Call ${FIND_TOOL} to see the functions there are.`);
+        }
+        const innerArgs = args.arguments === undefined ? {} : args.arguments;
+        return this.#call(server, inner, innerArgs, runOptions, true);
+      }
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    });
+    return server;
+  }
+
+  #listTools(): Tool[] {
+    const functions = this.#functions();
+    const tools: Tool[] = functions.map(toolOf);
+    if (this.#profile()?.metaTools) {
+      const names = new Set(functions.map((f) => f.name));
+      if (!names.has(FIND_TOOL)) {
+        tools.push({
+          name: FIND_TOOL,
+          title: 'Find functions',
+          description:
+            'Searches the functions available in Callable Studio right now, including ones added after this tool list was fetched. Returns each match with its input schema; call it with call_function.',
+          inputSchema: { type: 'object', properties: { query: { type: 'string', description: 'Words to look for in names and descriptions; empty lists all' } } },
+          annotations: { readOnlyHint: true, openWorldHint: false },
+        });
+      }
+      if (!names.has(CALL_TOOL)) {
+        tools.push({
+          name: CALL_TOOL,
+          title: 'Call a function by name',
+          description: 'Calls a Callable Studio function by name with the given arguments (see find_functions for names and schemas).',
+          inputSchema: {
+            type: 'object',
+            properties: { name: { type: 'string', description: 'The function name' }, arguments: { type: 'object', description: "Arguments matching the function's input schema" } },
+            required: ['name'],
+          },
+        });
+      }
+    }
+    return tools;
+  }
+
+  #find(functions: FunctionRecord[], args: Record<string, unknown>): CallToolResult {
+    const words = String(args.query ?? '')
+      .toLowerCase()
+      .split(/\s+/)
+      .filter(Boolean);
+    const matches = functions
+      .filter((f) => {
+        const hay = `${f.name} ${f.title ?? ''} ${f.description}`.toLowerCase();
+        return words.every((w) => hay.includes(w));
+      })
+      .slice(0, 25)
+      .map((f) => ({ name: f.name, title: f.title, description: f.description, inputSchema: f.inputSchema }));
+    return { content: [{ type: 'text', text: JSON.stringify(matches, null, 2) }] };
+  }
+
+  async #call(server: Server, fn: FunctionRecord, args: unknown, options: Parameters<Engine['run']>[2], viaMeta = false): Promise<CallToolResult> {
+    let result: RunResult;
+    try {
+      result = await this.#engine.run(fn.name, args, options);
+    } catch (error) {
+      if (error instanceof StudioError) return errorResult(`${fn.name} cannot run: ${error.message}`);
+      this.#options.diagnostic?.(`tools/call ${fn.name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      return errorResult(`${fn.name} failed inside Callable Studio (an internal error, logged on the server).`);
+    }
+    if (!result.ok) return errorResult(describeFailure(fn.name, result));
+    if (result.content) return { content: result.content as CallToolResult['content'] };
+    const value = result.value;
+    const text = typeof value === 'string' && !fn.outputSchema ? value : JSON.stringify(value);
+    const base: CallToolResult = { content: [{ type: 'text', text }] };
+    if (fn.outputSchema && !viaMeta) return server.projectCallToolResult({ ...base, structuredContent: value as Record<string, unknown> }, fn.outputSchema);
+    return base;
+  }
+}
+
+function toolOf(f: FunctionRecord): Tool {
+  return {
+    name: f.name,
+    ...(f.title ? { title: f.title } : {}),
+    description: f.description,
+    inputSchema: f.inputSchema as Tool['inputSchema'],
+    ...(f.outputSchema ? { outputSchema: f.outputSchema as Tool['outputSchema'] } : {}),
+    ...(f.annotations ? { annotations: f.annotations } : {}),
+  };
+}
+
+function errorResult(text: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
+/** A message a model can act on: what went wrong and what to change. */
+function describeFailure(name: string, result: Extract<RunResult, { ok: false }>): string {
+  const { code, message } = result.error;
+  switch (code) {
+    case 'bad_input':
+      return `Invalid arguments for ${name}: ${message.replace(/^invalid arguments: /, '')}. Fix the arguments to match the tool's input schema and call again.`;
+    case 'function_error':
+      return `${name} failed: ${message}`;
+    case 'cancelled':
+      return `${name} was cancelled.`;
+    case 'timeout':
+    case 'memory_limit':
+    case 'result_too_large':
+    case 'log_limit':
+    case 'fetch_limit':
+    case 'response_too_large':
+      return `${name} stopped at a sandbox limit (${code}): ${message}`;
+    default:
+      return `${name} failed (${code}): ${message}`;
+  }
+}
