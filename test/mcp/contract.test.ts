@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngine, type Engine } from '../../src-main/engine/index.ts';
+import { startServe, type ServeProcess } from '../support/callable.ts';
+import { seedMcpFunctions } from '../support/fixtures.ts';
+import { connect, type Era, type TestClient, type TransportKind } from '../support/mcpClients.ts';
+
+/**
+ * One contract, four ways: real clients of both protocol eras over a real stdio pipe
+ * (spawning `callable mcp`) and over real Streamable HTTP (against `callable serve`).
+ * The test process changes functions through its own engine: another process than the server.
+ */
+const cases: Array<[TransportKind, Era]> = [
+  ['stdio', '2026-07-28'],
+  ['stdio', '2025-11-25'],
+  ['http', '2026-07-28'],
+  ['http', '2025-11-25'],
+];
+
+async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+for (const [transport, era] of cases) {
+  describe(`MCP over ${transport}, ${era} client`, () => {
+    let dataDir: string;
+    let engine: Engine;
+    let serve: ServeProcess | undefined;
+    let client: TestClient;
+
+    beforeAll(async () => {
+      dataDir = mkdtempSync(join(tmpdir(), `callable-mcp-${transport}-`));
+      engine = createEngine({ dataDir });
+      await seedMcpFunctions(engine);
+      if (transport === 'stdio') {
+        client = await connect(era, { transport, stdioArgs: ['--data-dir', dataDir] });
+      } else {
+        const token = await engine.mcpToken();
+        serve = await startServe(dataDir);
+        client = await connect(era, { transport, url: serve.url, token });
+      }
+    });
+
+    afterAll(async () => {
+      await client?.close();
+      await serve?.stop();
+      engine?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it('lists the enabled functions with their schemas and annotations', async () => {
+      const tools = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(['broken', 'chatty', 'echo', 'picture', 'slow']);
+      const echo = tools.find((t) => t.name === 'echo')!;
+      expect(echo).toMatchObject({
+        title: 'Echo',
+        description: 'Echoes text and doubles n',
+        inputSchema: { type: 'object', required: ['text'] },
+        outputSchema: { type: 'object', required: ['echo', 'n'] },
+        annotations: { readOnlyHint: true },
+      });
+    });
+
+    it('calls a function: JSON as text plus structuredContent', async () => {
+      const result = await client.callTool('echo', { text: 'hi', n: 2 });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toEqual({ echo: 'hi', n: 4 });
+      expect(JSON.parse(result.content[0]!.text!)).toEqual({ echo: 'hi', n: 4 });
+    });
+
+    it('answers bad arguments with an error result a model can act on', async () => {
+      const result = await client.callTool('echo', { txt: 'typo' });
+      expect(result.isError).toBe(true);
+      expect(result.content[0]!.text).toMatch(/^Invalid arguments for echo: args\.text is required; args has an unexpected property "txt"\. Fix the arguments/);
+    });
+
+    it('answers a throwing function with an error result', async () => {
+      const result = await client.callTool('broken', {});
+      expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'broken failed: Error: vendor said no' }] });
+    });
+
+    it('answers an unknown tool with a protocol error', async () => {
+      await expect(client.callTool('no_such_tool', {})).rejects.toThrow(/Unknown tool: no_such_tool/);
+    });
+
+    it('returns image content', async () => {
+      const result = await client.callTool('picture', {});
+      expect(result.content).toEqual([{ type: 'image', data: 'iVBORw==', mimeType: 'image/png' }]);
+    });
+
+    it("sends the function's logs at the level the client asked for", async () => {
+      const before = client.logs.length;
+      await client.callTool('chatty', {}, { logLevel: 'info' });
+      const got = await eventually(() => (client.logs.length - before >= 2 ? client.logs.slice(before) : undefined), 'log messages');
+      expect(got.map((l) => [l.level, l.data])).toEqual([
+        ['info', 'i-msg'],
+        ['warning', 'w-msg'],
+      ]);
+    });
+
+    it('turns ctx.progress into progress notifications', async () => {
+      const seen: Array<{ progress: number; total?: number; message?: string }> = [];
+      const result = await client.callTool('slow', { ms: 200, steps: 3 }, { onprogress: (p) => seen.push(p) });
+      expect(result.content[0]!.text).toBe('done');
+      expect(seen.map((p) => p.progress)).toEqual([1, 2, 3]);
+      expect(seen[2]).toMatchObject({ total: 3, message: 'step 3' });
+    });
+
+    it('does not hold fast calls behind a slow one', async () => {
+      const order: string[] = [];
+      const slow = client.callTool('slow', { ms: 1500, steps: 1 }).then(() => order.push('slow'));
+      await new Promise((r) => setTimeout(r, 100));
+      await client.callTool('echo', { text: 'quick' }).then(() => order.push('fast'));
+      await slow;
+      expect(order).toEqual(['fast', 'slow']);
+    });
+
+    it('cancels a running call', async () => {
+      const controller = new AbortController();
+      const call = client.callTool('slow', { ms: 20_000, steps: 2 }, { signal: controller.signal });
+      setTimeout(() => controller.abort(new Error('user cancelled')), 300);
+      await expect(call).rejects.toThrow();
+      const run = await eventually(() => engine.runs.list({ functionName: 'slow', limit: 5 }).find((r) => r.errorCode === 'cancelled'), 'a cancelled run in the audit log');
+      expect(run.durationMs).toBeLessThan(10_000);
+    });
+
+    it('records each call with the client name, transport and outcome', async () => {
+      await client.callTool('echo', { text: 'audit me' });
+      const run = engine.runs.list({ functionName: 'echo', limit: 1 })[0]!;
+      expect(run).toMatchObject({ caller: 'mcp', clientName: client.clientName, transport, ok: true, args: { text: 'audit me' } });
+    });
+
+    it('tells the client when another process changes the functions, and serves the latest version', async () => {
+      const changed = client.nextListChanged();
+      await engine.saveFunction({ spec: { name: 'fresh', description: 'added while connected' }, source: 'export default () => "v1"' });
+      expect(await changed).toContain('fresh');
+      expect((await client.callTool('fresh', {})).content[0]!.text).toBe('v1');
+
+      await engine.saveFunction({ spec: { name: 'fresh', description: 'edited' }, source: 'export default () => "v2"' });
+      expect((await client.callTool('fresh', {})).content[0]!.text).toBe('v2');
+
+      const removed = client.nextListChanged();
+      await engine.functions.setEnabled('fresh', false);
+      expect(await removed).not.toContain('fresh');
+      await expect(client.callTool('fresh', {})).rejects.toThrow(/Unknown tool/);
+    });
+  });
+}
