@@ -26,8 +26,10 @@ const serve: Command = {
     const engine = ctx.engine();
     const token = values['no-auth'] ? undefined : await engine.mcpToken();
     const server = await startMcpHttpServer(engine, { host, port, token, diagnostic: (m) => ctx.err(m) });
-    ctx.err(`callable serve: MCP on ${server.url}${token ? '' : ' (no auth: any local program may call your functions)'}`);
-    if (token) ctx.err('callable serve: clients send "Authorization: Bearer <token>"; print the token with: callable token');
+    const auth = token
+      ? 'clients send "Authorization: Bearer <token>"; print the token with: callable token'
+      : 'no auth: any local program may call your functions';
+    ctx.err(`callable serve: ${auth}\ncallable serve: MCP on ${server.url}`);
     if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') ctx.err(`callable serve: warning: listening on ${host}, not only this machine`);
     await new Promise<void>((resolve) => {
       const stop = (): void => resolve();
