@@ -1,0 +1,63 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine } from '../../src-main/engine/index.ts';
+import { CALLABLE_COMMAND } from '../support/callable.ts';
+import { seedMcpFunctions } from '../support/fixtures.ts';
+
+let dataDir: string;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'callable-stdio-'));
+  const engine = createEngine({ dataDir });
+  await seedMcpFunctions(engine);
+  await engine.saveFunction({ spec: { name: 'spin', timeoutMs: 300 }, source: 'export default () => { for (;;) {} }' });
+  engine.close();
+});
+
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+/** Talks raw JSON-RPC lines to `callable mcp`, to send what real clients never would. */
+function startRaw() {
+  const child = spawn(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'mcp', '--data-dir', dataDir], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const send = (line: string): void => void child.stdin.write(`${line}\n`);
+  const reply = async (id: number): Promise<Record<string, unknown>> => {
+    for (let i = 0; i < 200; i++) {
+      const found = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((m) => m.id === id);
+      if (found) return found;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no reply ${id}; stdout:\n${stdout}\nstderr:\n${stderr}`);
+  };
+  return { child, send, reply, out: () => stdout, err: () => stderr };
+}
+
+describe('callable mcp over stdio', () => {
+  it('survives malformed messages and a runaway function, keeps stdout pure protocol, and exits when stdin closes', async () => {
+    const s = startRaw();
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+    expect(await s.reply(1)).toMatchObject({ result: { serverInfo: { name: 'callable-studio' } } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    s.send('this is not json');
+    s.send('{"jsonrpc":"2.0","id":2,"method":');
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'spin', arguments: {} } }));
+    expect(await s.reply(3)).toMatchObject({ result: { isError: true, content: [{ text: expect.stringContaining('timeoutMs') }] } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'echo', arguments: { text: 'alive' } } }));
+    expect(await s.reply(4)).toMatchObject({ result: { structuredContent: { echo: 'alive', n: 2 } } });
+    for (const line of s.out().split('\n').filter(Boolean)) expect(JSON.parse(line)).toHaveProperty('jsonrpc', '2.0');
+    s.child.stdin.end();
+    const code = await new Promise<number | null>((resolve) => s.child.on('exit', resolve));
+    expect(code).toBe(0);
+    expect(s.err()).toContain('serving all enabled functions');
+  });
+});
