@@ -7,6 +7,7 @@ export default defineConfig({
     pool: 'forks',
     execArgv: ['--no-node-snapshot'],
     globalSetup: ['test/setup/keychain.ts'],
+    reporters: ['default', './test/setup/summaryReporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
