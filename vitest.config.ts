@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'test/**/*.spec.ts'],
     // isolated-vm needs --no-node-snapshot on Node 20+.
     pool: 'forks',
     execArgv: ['--no-node-snapshot'],

@@ -1,5 +1,4 @@
-import { serveMcpStdio } from '../engine/mcp/stdio.ts';
-import { startMcpHttpServer } from '../engine/mcp/http.ts';
+import { serveMcpStdio, startMcpHttpServer } from '../engine/index.ts';
 import { EXIT_OK, parse, UsageError, type Command } from './common.ts';
 
 const mcp: Command = {

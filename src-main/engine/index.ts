@@ -30,7 +30,11 @@ export type { SecretStore } from './credentials/secretStore.ts';
 export { KeychainSecretStore, EnvSecretStore, MemorySecretStore, KEYCHAIN_SERVICE } from './credentials/secretStore.ts';
 export type { Resolver } from './net/guardedFetch.ts';
 export type { ProgressUpdate } from './sandbox/executor.ts';
-export { canonicalSpecJson } from './functions/files.ts';
+export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
+export { specOf } from './functions/repository.ts';
+export { McpHttpHost, type HttpHostStatus } from './mcp/httpHost.ts';
+export { startMcpHttpServer } from './mcp/http.ts';
+export { serveMcpStdio } from './mcp/stdio.ts';
 
 export const PRODUCT_NAME = 'Callable Studio';
 /** Keychain account of the HTTP token; ':' keeps it apart from credential names. */

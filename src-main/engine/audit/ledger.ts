@@ -54,6 +54,17 @@ export class RunLedger {
       );
   }
 
+  /** The newest rowid: a cursor for `after`. */
+  cursor(): number {
+    return (this.#db.prepare('SELECT COALESCE(MAX(rowid), 0) AS c FROM runs').get() as { c: number }).c;
+  }
+
+  /** Runs recorded (by any process) after `cursor`, oldest first, with the new cursor. */
+  after(cursor: number, limit = 100): { runs: RunRecord[]; cursor: number } {
+    const rows = this.#db.prepare('SELECT rowid AS rid, * FROM runs WHERE rowid > ? ORDER BY rowid LIMIT ?').all(cursor, limit) as Array<Row & { rid: number }>;
+    return { runs: rows.map(toRecord), cursor: rows.length > 0 ? rows[rows.length - 1]!.rid : cursor };
+  }
+
   list(filter: { functionName?: string | undefined; limit?: number | undefined } = {}): RunRecord[] {
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 1000);
     const rows = (
@@ -61,21 +72,25 @@ export class RunLedger {
         ? this.#db.prepare('SELECT * FROM runs ORDER BY started_at DESC LIMIT ?').all(limit)
         : this.#db.prepare('SELECT * FROM runs WHERE function_name = ? ORDER BY started_at DESC LIMIT ?').all(filter.functionName, limit)
     ) as Row[];
-    return rows.map((r) => ({
-      id: r.id,
-      functionName: r.function_name,
-      caller: r.caller as RunRecord['caller'],
-      ...(r.client_name === null ? {} : { clientName: r.client_name }),
-      ...(r.client_version === null ? {} : { clientVersion: r.client_version }),
-      ...(r.transport === null ? {} : { transport: r.transport }),
-      ...(r.profile === null ? {} : { profile: r.profile }),
-      args: JSON.parse(r.args) as unknown,
-      startedAt: r.started_at,
-      durationMs: r.duration_ms,
-      ok: r.ok === 1,
-      ...(r.error_code === null ? {} : { errorCode: r.error_code }),
-      ...(r.error_message === null ? {} : { errorMessage: r.error_message }),
-      bytesOut: r.bytes_out,
-    }));
+    return rows.map(toRecord);
   }
+}
+
+function toRecord(r: Row): RunRecord {
+  return {
+    id: r.id,
+    functionName: r.function_name,
+    caller: r.caller as RunRecord['caller'],
+    ...(r.client_name === null ? {} : { clientName: r.client_name }),
+    ...(r.client_version === null ? {} : { clientVersion: r.client_version }),
+    ...(r.transport === null ? {} : { transport: r.transport }),
+    ...(r.profile === null ? {} : { profile: r.profile }),
+    args: JSON.parse(r.args) as unknown,
+    startedAt: r.started_at,
+    durationMs: r.duration_ms,
+    ok: r.ok === 1,
+    ...(r.error_code === null ? {} : { errorCode: r.error_code }),
+    ...(r.error_message === null ? {} : { errorMessage: r.error_message }),
+    bytesOut: r.bytes_out,
+  };
 }

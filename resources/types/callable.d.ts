@@ -1,0 +1,93 @@
+// Typings of the Callable Studio sandbox: what a function can use. The editor loads this file;
+// functions may also `import type { Ctx } from 'callable'` (type-only imports are erased).
+
+declare module 'callable' {
+  export interface FetchInit {
+    method?: string;
+    headers?: Record<string, string> | Array<[string, string]> | Headers;
+    /** A string, bytes or URLSearchParams (sent as a form). */
+    body?: string | Uint8Array | ArrayBuffer | URLSearchParams;
+    /** Sent as JSON with content-type application/json. */
+    json?: unknown;
+    /** A credential this function lists: injected on the host, only towards its own hosts. */
+    credential?: string;
+    redirect?: 'follow' | 'manual' | 'error';
+  }
+
+  export interface FetchResponse {
+    readonly status: number;
+    readonly statusText: string;
+    readonly ok: boolean;
+    readonly url: string;
+    readonly redirected: boolean;
+    readonly headers: Headers;
+    text(): Promise<string>;
+    json<T = any>(): Promise<T>;
+    arrayBuffer(): Promise<ArrayBuffer>;
+    bytes(): Promise<Uint8Array>;
+  }
+
+  export interface Content {
+    readonly type: 'text' | 'image' | 'audio' | 'resource';
+  }
+
+  export interface Log {
+    (...values: unknown[]): void;
+    debug(...values: unknown[]): void;
+    info(...values: unknown[]): void;
+    warn(...values: unknown[]): void;
+    error(...values: unknown[]): void;
+  }
+
+  export interface Ctx {
+    /** HTTP through the host's guarded fetch: only to the function's allowedHosts. */
+    fetch(url: string | URL, init?: FetchInit): Promise<FetchResponse>;
+    log: Log;
+    /** Reports progress to the caller (MCP progress notifications). */
+    progress(done: number, total?: number, message?: string): void;
+    /** Return one of these (or an array of them) for MCP content other than JSON. */
+    content: {
+      text(text: string): Content;
+      image(data: Uint8Array | ArrayBuffer | string, mimeType: string): Content;
+      audio(data: Uint8Array | ArrayBuffer | string, mimeType: string): Content;
+      resource(resource: { uri: string; mimeType?: string; text?: string; blob?: Uint8Array | string }): Content;
+    };
+    readonly functionName: string;
+    readonly runId: string;
+    /** Epoch milliseconds at which the run is stopped. */
+    readonly deadline: number;
+  }
+}
+
+// The sandbox's globals (no Node, no DOM).
+declare var console: { log(...v: unknown[]): void; info(...v: unknown[]): void; debug(...v: unknown[]): void; warn(...v: unknown[]): void; error(...v: unknown[]): void; trace(...v: unknown[]): void };
+declare function setTimeout(fn: (...args: any[]) => void, ms?: number, ...args: any[]): number;
+declare function clearTimeout(handle: number | undefined): void;
+declare function queueMicrotask(fn: () => void): void;
+declare function atob(data: string): string;
+declare function btoa(data: string): string;
+declare var crypto: { getRandomValues<T extends ArrayBufferView>(array: T): T; randomUUID(): string };
+declare class TextEncoder { readonly encoding: 'utf-8'; encode(input?: string): Uint8Array }
+declare class TextDecoder { constructor(label?: 'utf-8'); readonly encoding: 'utf-8'; decode(input?: ArrayBuffer | ArrayBufferView): string }
+declare class URLSearchParams implements Iterable<[string, string]> {
+  constructor(init?: string | Record<string, string> | Iterable<[string, string]>);
+  readonly size: number;
+  append(name: string, value: string): void; delete(name: string, value?: string): void; get(name: string): string | null;
+  getAll(name: string): string[]; has(name: string, value?: string): boolean; set(name: string, value: string): void; sort(): void;
+  forEach(fn: (value: string, key: string, parent: URLSearchParams) => void): void;
+  entries(): IterableIterator<[string, string]>; keys(): IterableIterator<string>; values(): IterableIterator<string>;
+  [Symbol.iterator](): IterableIterator<[string, string]>; toString(): string;
+}
+declare class URL {
+  constructor(url: string | URL, base?: string | URL);
+  static canParse(url: string, base?: string): boolean; static parse(url: string, base?: string): URL | null;
+  href: string; readonly origin: string; protocol: string; username: string; password: string; host: string; hostname: string;
+  port: string; pathname: string; search: string; hash: string; readonly searchParams: URLSearchParams; toString(): string; toJSON(): string;
+}
+declare class Headers implements Iterable<[string, string]> {
+  constructor(init?: Record<string, string> | Iterable<[string, string]>);
+  append(name: string, value: string): void; delete(name: string): void; get(name: string): string | null; has(name: string): boolean;
+  set(name: string, value: string): void; forEach(fn: (value: string, key: string, parent: Headers) => void): void;
+  entries(): IterableIterator<[string, string]>; keys(): IterableIterator<string>; values(): IterableIterator<string>;
+  [Symbol.iterator](): IterableIterator<[string, string]>;
+}

@@ -1,0 +1,202 @@
+// The studio's API behind the bridge: one handler per contract method, each validated by the
+// contract's schema. No Electron here: main registers these on ipcMain, and the end-to-end tests
+// bind them to a real page, so both run the same code against the real engine.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { z } from 'zod';
+import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf } from '../../src-preload/contract.ts';
+import { defaultDataDir, formatZodError, readFunctionFolders, specOf, StudioError, toErrorInfo, type Engine, type FunctionSpec, type McpHttpHost } from '../engine/index.ts';
+
+export interface StudioHost {
+  engine: Engine;
+  /** The app's resources folder (templates in examples/, editor typings in types/). */
+  resourcesDir: string;
+  /** Absolute path of the `callable` command of this install, for client configs. */
+  callableCommand: string;
+  mcp: McpHttpHost;
+  diagnostic: (message: string) => void;
+}
+
+type Handlers = { [M in MethodName]: (request: z.output<(typeof contract)[M]['request']>) => Promise<ResponseOf<M>> | ResponseOf<M> };
+
+export interface StudioApiServer {
+  /** Validates and runs one call; never throws: errors come back as `{ ok: false, error }`. */
+  dispatch(channel: string, payload: unknown): Promise<Envelope<unknown>>;
+  subscribe<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void;
+  close(): void;
+}
+
+export function createStudioApi(host: StudioHost): StudioApiServer {
+  const { engine } = host;
+  const running = new Map<string, AbortController>();
+
+  const handlers: Handlers = {
+    'functions:list': () =>
+      engine.functions.list().map((f) => ({
+        name: f.name,
+        ...(f.title ? { title: f.title } : {}),
+        description: f.description,
+        enabled: f.enabled,
+        revision: f.revision,
+        language: f.language,
+        updatedAt: f.updatedAt,
+      })),
+    'functions:get': ({ name }) => engine.functions.get(name),
+    'functions:save': ({ spec, source }) => engine.saveFunction({ spec, source }),
+    'functions:create': async ({ template, name }) => {
+      if (engine.functions.find(name)) throw new StudioError('conflict', `a function named "${name}" already exists; pick another name`);
+      const found = templates().find((t) => t.spec.name === template);
+      if (!found) throw new StudioError('not_found', `no template "${template}"`);
+      return engine.saveFunction({ spec: { ...(found.spec as FunctionSpec), name }, source: found.source });
+    },
+    'functions:rename': ({ name, newName }) => engine.functions.rename(name, newName),
+    'functions:duplicate': async ({ name, newName }) => {
+      if (engine.functions.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);
+      const original = engine.functions.get(name);
+      return engine.saveFunction({ spec: { ...specOf(original), name: newName }, source: original.source });
+    },
+    'functions:delete': ({ name }) => {
+      const removed = engine.functions.get(name);
+      engine.functions.delete(name);
+      return { spec: removed, source: removed.source };
+    },
+    'functions:setEnabled': ({ name, enabled }) => engine.functions.setEnabled(name, enabled),
+    'functions:revisions': ({ name }) => engine.functions.revisions(name),
+    'functions:restore': ({ name, revision }) => engine.functions.restore(name, revision),
+    'templates:list': () =>
+      templates().map((t) => ({ id: t.spec.name as string, title: (t.spec.title as string | undefined) ?? (t.spec.name as string), description: (t.spec.description as string | undefined) ?? '' })),
+    'types:runtime': () => ({ dts: readFileSync(join(host.resourcesDir, 'types', 'callable.d.ts'), 'utf8') }),
+    'runs:start': async ({ name, args, token }) => {
+      const controller = new AbortController();
+      running.set(token, controller);
+      try {
+        return await engine.run(name, args, { caller: 'console', signal: controller.signal });
+      } finally {
+        running.delete(token);
+      }
+    },
+    'runs:cancel': ({ token }) => {
+      const controller = running.get(token);
+      controller?.abort();
+      return { cancelled: controller !== undefined };
+    },
+    'runs:list': ({ name, limit }) => engine.runs.list({ functionName: name, limit }),
+    'credentials:list': async () => {
+      const functions = engine.functions.list();
+      const credentials = (await engine.credentials.list()).map((c) => ({ ...c, usedBy: functions.filter((f) => f.credentials.includes(c.name)).map((f) => f.name) }));
+      return { credentials, store: engine.credentials.storeKind };
+    },
+    'credentials:set': ({ spec, secret }) => engine.credentials.set(spec, secret === '' ? undefined : secret),
+    'credentials:delete': async ({ name }) => {
+      await engine.credentials.remove(name);
+      return { deleted: true as const };
+    },
+    'mcp:status': () => host.mcp.status,
+    'mcp:start': ({ port }) => host.mcp.start(port),
+    'mcp:stop': () => host.mcp.stop(),
+    'mcp:token': async ({ regenerate }) => {
+      const token = await engine.mcpToken({ regenerate: regenerate === true });
+      if (regenerate && host.mcp.status.running) await host.mcp.start(host.mcp.status.port);
+      return { token };
+    },
+    'mcp:configs': ({ profile }) => clientConfigs(host, profile),
+    'profiles:list': () => engine.profiles.list(),
+    'profiles:set': (spec) => engine.profiles.set(spec),
+    'profiles:delete': ({ name }) => {
+      engine.profiles.delete(name);
+      return { deleted: true as const };
+    },
+  };
+
+  function templates() {
+    return readFunctionFolders(join(host.resourcesDir, 'examples'));
+  }
+
+  // ---- events ----
+  const listeners = new Map<EventName, Set<(payload: unknown) => void>>();
+  const emit = (event: EventName, payload: unknown): void => {
+    for (const l of listeners.get(event) ?? []) l(payload);
+  };
+  let feedTimer: NodeJS.Timeout | undefined;
+  let feedCursor = 0;
+  const stopCatalog = engine.onCatalogChange(() => emit('catalog:changed', {}));
+  const stopMcp = host.mcp.onStatus((status) => emit('mcp:status', status));
+
+  const ensureFeed = (): void => {
+    if (feedTimer || (listeners.get('runs:feed')?.size ?? 0) === 0) return;
+    feedCursor = engine.runs.cursor();
+    feedTimer = setInterval(() => {
+      try {
+        const { runs, cursor } = engine.runs.after(feedCursor);
+        feedCursor = cursor;
+        for (const run of runs) emit('runs:feed', run);
+      } catch (error) {
+        host.diagnostic(`run feed: ${(error as Error).message}`);
+      }
+    }, 400);
+    feedTimer.unref();
+  };
+
+  return {
+    async dispatch(channel, payload) {
+      if (!Object.hasOwn(contract, channel)) return { ok: false, error: { code: 'bad_input', message: `unknown method "${String(channel).slice(0, 100)}"` } };
+      const name = channel as MethodName;
+      const parsed = contract[name].request.safeParse(payload);
+      if (!parsed.success) return { ok: false, error: { code: 'bad_input', message: `${name}: ${formatZodError(parsed.error)}` } };
+      try {
+        const handler = handlers[name] as (request: unknown) => unknown;
+        return { ok: true, value: await handler(parsed.data) };
+      } catch (error) {
+        if (error instanceof StudioError) return { ok: false, error: toErrorInfo(error) };
+        host.diagnostic(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        return { ok: false, error: { code: 'internal', message: `${name} failed unexpectedly: ${error instanceof Error ? error.message : String(error)}` } };
+      }
+    },
+    subscribe(event, listener) {
+      if (!Object.hasOwn(events, event)) throw new Error(`unknown event ${String(event)}`);
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, (set = new Set()));
+      set.add(listener as (payload: unknown) => void);
+      ensureFeed();
+      return () => {
+        set.delete(listener as (payload: unknown) => void);
+        if (event === 'runs:feed' && set.size === 0 && feedTimer) {
+          clearInterval(feedTimer);
+          feedTimer = undefined;
+        }
+      };
+    },
+    close() {
+      stopCatalog();
+      stopMcp();
+      if (feedTimer) clearInterval(feedTimer);
+      for (const c of running.values()) c.abort();
+      listeners.clear();
+    },
+  };
+}
+
+function clientConfigs(host: StudioHost, profile: string | undefined): ClientConfigs {
+  const command = host.callableCommand;
+  const args = ['mcp', ...(profile ? ['--profile', profile] : []), ...(host.engine.dataDir !== defaultDataDir() ? ['--data-dir', host.engine.dataDir] : [])];
+  const quote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+  const json = (value: unknown): string => JSON.stringify(value, null, 2);
+  const status = host.mcp.status;
+  const url = status.url ? `${status.url}${profile ? `/${profile}` : ''}` : undefined;
+  return {
+    command,
+    stdio: {
+      claudeCode: `claude mcp add callable -- ${[command, ...args].map(quote).join(' ')}`,
+      claudeDesktop: json({ mcpServers: { callable: { command, args } } }),
+      cursor: json({ mcpServers: { callable: { command, args } } }),
+      vscode: json({ servers: { callable: { type: 'stdio', command, args } } }),
+    },
+    http: url
+      ? {
+          url,
+          claudeCode: `claude mcp add --transport http callable ${url}${status.auth ? ' --header "Authorization: Bearer <token>"' : ''}`,
+          json: json({ mcpServers: { callable: { type: 'http', url, ...(status.auth ? { headers: { Authorization: 'Bearer <token>' } } : {}) } } }),
+        }
+      : undefined,
+  };
+}

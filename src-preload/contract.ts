@@ -1,0 +1,150 @@
+/**
+ * The bridge between the renderer and main, defined once. Each method: a channel `noun:verb`, the
+ * zod schema main validates its request with, and (as a type) what it answers. Each event: a
+ * channel and its payload type. The preload's `window.studio` and main's handler registration are
+ * both derived from this file; the renderer imports only its types.
+ */
+import { z } from 'zod';
+import {
+  CredentialNameSchema,
+  CredentialSpecSchema,
+  FunctionNameSchema,
+  FunctionSpecSchema,
+  ProfileNameSchema,
+  ProfileSpecSchema,
+  type CredentialInfo,
+  type CredentialSpec,
+  type ErrorInfo,
+  type FunctionRecord,
+  type ProfileSpec,
+  type RevisionRecord,
+  type RunRecord,
+  type RunResult,
+} from '../src-main/engine/model/index.ts';
+
+/** A method: its request schema, and its response type carried as a phantom. */
+interface Method<Req extends z.ZodType, Res> {
+  request: Req;
+  /** Never set at runtime: carries the response type. */
+  response?: Res;
+}
+const method = <Res>() => <Req extends z.ZodType>(request: Req): Method<Req, Res> => ({ request });
+const event = <Payload>(): { payload?: Payload } => ({});
+
+const None = z.object({}).strict();
+const ByName = z.object({ name: FunctionNameSchema }).strict();
+
+export interface FunctionSummary {
+  name: string;
+  title?: string;
+  description: string;
+  enabled: boolean;
+  revision: number;
+  language: 'ts' | 'js';
+  updatedAt: string;
+}
+
+export interface TemplateInfo {
+  id: string;
+  title: string;
+  description: string;
+}
+
+export interface CredentialView extends CredentialInfo {
+  /** Functions that list this credential. */
+  usedBy: string[];
+}
+
+export interface McpStatus {
+  running: boolean;
+  url?: string;
+  host: string;
+  port: number;
+  auth: boolean;
+  /** Why the server is not running, when it failed to start. */
+  error?: string;
+}
+
+export interface ClientConfigs {
+  /** Absolute path of the `callable` command of this install. */
+  command: string;
+  stdio: { claudeCode: string; claudeDesktop: string; cursor: string; vscode: string };
+  http: { url: string; claudeCode: string; json: string } | undefined;
+}
+
+export const contract = {
+  'functions:list': method<FunctionSummary[]>()(None),
+  'functions:get': method<FunctionRecord>()(ByName),
+  /** Compiles and saves; a compile error comes back as `compile_error` with `details.problems` (line, column). */
+  'functions:save': method<FunctionRecord>()(z.object({ spec: FunctionSpecSchema, source: z.string().max(1_000_000) }).strict()),
+  'functions:create': method<FunctionRecord>()(z.object({ template: z.string().regex(/^[a-z0-9_]{1,64}$/), name: FunctionNameSchema }).strict()),
+  'functions:rename': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
+  'functions:duplicate': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
+  /** Deletes; answers what was deleted so the renderer can offer undo (save it back). */
+  'functions:delete': method<{ spec: FunctionRecord; source: string }>()(ByName),
+  'functions:setEnabled': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, enabled: z.boolean() }).strict()),
+  'functions:revisions': method<RevisionRecord[]>()(ByName),
+  'functions:restore': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, revision: z.number().int().positive() }).strict()),
+  'templates:list': method<TemplateInfo[]>()(None),
+  /** Typings for the editor: `ctx` and the built-ins of the sandbox. */
+  'types:runtime': method<{ dts: string }>()(None),
+  /** Runs a function from the test console. `token` lets the renderer cancel it. */
+  'runs:start': method<RunResult>()(z.object({ name: FunctionNameSchema, args: z.unknown(), token: z.string().max(100) }).strict()),
+  'runs:cancel': method<{ cancelled: boolean }>()(z.object({ token: z.string().max(100) }).strict()),
+  'runs:list': method<RunRecord[]>()(z.object({ name: FunctionNameSchema.optional(), limit: z.number().int().min(1).max(500).optional() }).strict()),
+  'credentials:list': method<{ credentials: CredentialView[]; store: 'keychain' | 'env' | 'memory' }>()(None),
+  /** Creates or replaces a credential. The secret goes one way: it is never sent back. */
+  'credentials:set': method<CredentialSpec>()(z.object({ spec: CredentialSpecSchema, secret: z.string().max(10_000).optional() }).strict()),
+  'credentials:delete': method<{ deleted: true }>()(z.object({ name: CredentialNameSchema }).strict()),
+  'mcp:status': method<McpStatus>()(None),
+  'mcp:start': method<McpStatus>()(z.object({ port: z.number().int().min(0).max(65535).optional() }).strict()),
+  'mcp:stop': method<McpStatus>()(None),
+  'mcp:token': method<{ token: string }>()(z.object({ regenerate: z.boolean().optional() }).strict()),
+  'mcp:configs': method<ClientConfigs>()(z.object({ profile: ProfileNameSchema.optional() }).strict()),
+  'profiles:list': method<ProfileSpec[]>()(None),
+  'profiles:set': method<ProfileSpec>()(ProfileSpecSchema),
+  'profiles:delete': method<{ deleted: true }>()(z.object({ name: ProfileNameSchema }).strict()),
+} as const;
+
+export const events = {
+  /** A run finished, from any caller in any process (console, CLI, MCP clients). */
+  'runs:feed': event<RunRecord>(),
+  /** Functions or profiles changed, in this or another process. */
+  'catalog:changed': event<Record<string, never>>(),
+  /** The HTTP MCP server started, stopped or failed. */
+  'mcp:status': event<McpStatus>(),
+} as const;
+
+export type Contract = typeof contract;
+export type MethodName = keyof Contract;
+export type EventName = keyof typeof events;
+export type RequestOf<M extends MethodName> = z.input<Contract[M]['request']>;
+export type ResponseOf<M extends MethodName> = NonNullable<Contract[M]['response']>;
+export type EventPayload<E extends EventName> = NonNullable<(typeof events)[E]['payload']>;
+
+/** What crosses the bridge for every call. */
+export type Envelope<T> = { ok: true; value: T } | { ok: false; error: ErrorInfo };
+
+type Noun<M> = M extends `${infer N}:${string}` ? N : never;
+
+/** `window.studio`: `studio.functions.list({})`, …, plus `on(event, listener)` returning an unsubscribe function. */
+export type StudioApi = {
+  [N in Noun<MethodName>]: {
+    [M in MethodName as M extends `${N}:${infer V}` ? V : never]: (request: RequestOf<M>) => Promise<ResponseOf<M>>;
+  };
+} & {
+  on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void;
+};
+
+export const METHOD_NAMES = Object.keys(contract) as MethodName[];
+export const EVENT_NAMES = Object.keys(events) as EventName[];
+
+/**
+ * What a bridge call rejects with: a plain `{ code, message, details }` object, not an Error
+ * subclass, because contextBridge keeps only the message of Error objects it passes on.
+ */
+export interface BridgeFailure {
+  readonly code: string;
+  readonly message: string;
+  readonly details?: Record<string, unknown>;
+}

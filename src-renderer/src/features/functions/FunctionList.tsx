@@ -1,0 +1,180 @@
+import { useEffect, useState } from 'react';
+import type { TemplateInfo } from '../../../../src-preload/contract.ts';
+import { asUiError, studio } from '../../api/studio.ts';
+import { app, refreshFunctions, setDirty, toast } from '../../store/app.ts';
+import { draft, isDirty, loadDraft } from '../../store/draft.ts';
+
+export function FunctionList() {
+  const functions = app.use((s) => s.functions);
+  const selected = app.use((s) => s.selected);
+  const [query, setQuery] = useState('');
+  const [dialog, setDialog] = useState<'new' | 'rename' | 'duplicate' | undefined>();
+  const current = functions.find((f) => f.name === selected);
+  const q = query.toLowerCase();
+  const shown = functions.filter((f) => `${f.name} ${f.title ?? ''} ${f.description}`.toLowerCase().includes(q));
+
+  const select = (name: string): void => {
+    if (name === selected) return;
+    if (isDirty() && !window.confirm('Discard unsaved changes to this function?')) return;
+    const previous = draft.get().record?.name;
+    if (previous) setDirty(previous, false);
+    app.set({ selected: name });
+  };
+
+  const act = async (what: () => Promise<unknown>, done?: string): Promise<void> => {
+    try {
+      await what();
+      await refreshFunctions();
+      if (done) toast(done);
+    } catch (e) {
+      toast(asUiError(e).message, 'error');
+    }
+  };
+
+  const remove = async (): Promise<void> => {
+    if (!current) return;
+    try {
+      const { spec, source } = await studio.functions.delete({ name: current.name });
+      app.set({ selected: undefined });
+      draft.set({ record: undefined });
+      await refreshFunctions();
+      toast(`Deleted ${spec.name}`, 'info', {
+        label: 'Undo',
+        run: () => void act(async () => {
+          const { id: _i, source: _s, revision: _r, createdAt: _c, updatedAt: _u, ...restored } = spec;
+          await studio.functions.save({ spec: restored, source });
+          app.set({ selected: spec.name });
+        }, `Restored ${spec.name}`),
+      });
+    } catch (e) {
+      toast(asUiError(e).message, 'error');
+    }
+  };
+
+  return (
+    <aside className="sidebar">
+      <input className="search" placeholder="Search functions" aria-label="Search functions" value={query} onChange={(e) => setQuery(e.target.value)} />
+      <ul role="listbox" aria-label="Functions">
+        {shown.map((f) => (
+          <li key={f.name} role="option" aria-selected={f.name === selected} className={f.name === selected ? 'selected' : ''} onClick={() => select(f.name)} title={f.description}>
+            <span className={`dot ${f.enabled ? '' : 'off'}`} title={f.enabled ? 'enabled' : 'disabled'} />
+            <span className="name mono">{f.name}</span>
+          </li>
+        ))}
+        {shown.length === 0 && <li className="muted">{functions.length === 0 ? 'No functions yet' : 'No match'}</li>}
+      </ul>
+      <div className="actions">
+        <button className="primary" onClick={() => setDialog('new')}>
+          New function
+        </button>
+        {current && (
+          <>
+            <button onClick={() => setDialog('rename')}>Rename</button>
+            <button onClick={() => setDialog('duplicate')}>Duplicate</button>
+            <button onClick={() => void act(() => studio.functions.setEnabled({ name: current.name, enabled: !current.enabled }).then(() => loadDraft(current.name)), `${current.enabled ? 'Disabled' : 'Enabled'} ${current.name}`)}>
+              {current.enabled ? 'Disable' : 'Enable'}
+            </button>
+            <button className="danger" onClick={() => void remove()}>
+              Delete
+            </button>
+          </>
+        )}
+      </div>
+      {dialog === 'new' && <NewFunctionDialog onClose={() => setDialog(undefined)} />}
+      {(dialog === 'rename' || dialog === 'duplicate') && current && (
+        <NameDialog
+          title={dialog === 'rename' ? `Rename ${current.name}` : `Duplicate ${current.name}`}
+          initial={dialog === 'rename' ? current.name : `${current.name}_copy`}
+          onClose={() => setDialog(undefined)}
+          onSubmit={async (newName) => {
+            if (dialog === 'rename') await studio.functions.rename({ name: current.name, newName });
+            else await studio.functions.duplicate({ name: current.name, newName });
+            await refreshFunctions();
+            app.set({ selected: newName });
+          }}
+        />
+      )}
+    </aside>
+  );
+}
+
+function NewFunctionDialog({ onClose }: { onClose: () => void }) {
+  const [templates, setTemplates] = useState<TemplateInfo[]>([]);
+  const [template, setTemplate] = useState('');
+  const [name, setName] = useState('');
+  const [error, setError] = useState<string | undefined>();
+
+  useEffect(() => {
+    studio.templates.list({}).then((list) => {
+      setTemplates(list);
+      setTemplate(list[0]?.id ?? '');
+    }, (e: unknown) => setError(asUiError(e).message));
+  }, []);
+
+  const create = async (): Promise<void> => {
+    try {
+      await studio.functions.create({ template, name });
+      await refreshFunctions();
+      app.set({ selected: name, tab: 'editor' });
+      onClose();
+    } catch (e) {
+      setError(asUiError(e).message);
+    }
+  };
+
+  return (
+    <div className="modal-backdrop">
+      <div className="modal" role="dialog" aria-label="New function">
+        <h3>New function</h3>
+        <div className="field">
+          <label htmlFor="template">Template</label>
+          <select id="template" aria-label="Template" value={template} onChange={(e) => setTemplate(e.target.value)}>
+            {templates.map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.title}
+              </option>
+            ))}
+          </select>
+          <span className="hint">{templates.find((t) => t.id === template)?.description}</span>
+        </div>
+        <div className="field">
+          <label htmlFor="new-name">Name</label>
+          <input id="new-name" aria-label="Function name" className="mono" value={name} placeholder="e.g. translate_text" onChange={(e) => setName(e.target.value)} />
+          <span className="hint">The MCP tool name: a-z, 0-9 and _, starting with a letter.</span>
+        </div>
+        {error && <p className="error-text" role="alert">{error}</p>}
+        <div className="row">
+          <button className="primary" onClick={() => void create()} disabled={!name || !template}>
+            Create
+          </button>
+          <button onClick={onClose}>Cancel</button>
+        </div>
+      </div>
+    </div>
+  );
+}
+
+function NameDialog({ title, initial, onClose, onSubmit }: { title: string; initial: string; onClose: () => void; onSubmit: (name: string) => Promise<void> }) {
+  const [name, setName] = useState(initial);
+  const [error, setError] = useState<string | undefined>();
+  return (
+    <div className="modal-backdrop">
+      <div className="modal" role="dialog" aria-label={title}>
+        <h3>{title}</h3>
+        <input aria-label="New name" className="mono" value={name} onChange={(e) => setName(e.target.value)} />
+        {error && <p className="error-text" role="alert">{error}</p>}
+        <div className="row" style={{ marginTop: 12 }}>
+          <button
+            className="primary"
+            onClick={() =>
+              void onSubmit(name).then(onClose, (e: unknown) => setError(asUiError(e).message))
+            }
+          >
+            OK
+          </button>
+          <button onClick={onClose}>Cancel</button>
+        </div>
+      </div>
+    </div>
+  );
+}

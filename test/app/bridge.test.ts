@@ -1,0 +1,85 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isTrustedSender } from '../../src-main/app/senders.ts';
+import { createStudioApi } from '../../src-main/app/studioApi.ts';
+import { buildStudio } from '../../src-preload/bridge.ts';
+import { contract, METHOD_NAMES, type Envelope } from '../../src-preload/contract.ts';
+import { McpHttpHost } from '../../src-main/engine/index.ts';
+import { testEngine } from '../support/engine.ts';
+import { CALLABLE_BIN, REPO } from '../support/callable.ts';
+
+const engine = testEngine();
+const mcp = new McpHttpHost(engine, { port: 0 });
+const api = createStudioApi({ engine, mcp, resourcesDir: join(REPO, 'resources'), callableCommand: CALLABLE_BIN, diagnostic: () => {} });
+afterAll(() => api.close());
+
+describe('the bridge contract', () => {
+  it('refuses an unknown channel', async () => {
+    expect(await api.dispatch('fs:readFile', { path: '/etc/passwd' })).toEqual({ ok: false, error: { code: 'bad_input', message: 'unknown method "fs:readFile"' } });
+    expect(await api.dispatch('__proto__', {})).toMatchObject({ ok: false, error: { code: 'bad_input' } });
+    expect(await api.dispatch('constructor', {})).toMatchObject({ ok: false, error: { code: 'bad_input' } });
+  });
+
+  it('refuses a malformed payload, naming the field', async () => {
+    expect(await api.dispatch('functions:get', { name: 'Not A Name' })).toMatchObject({ ok: false, error: { code: 'bad_input', message: expect.stringContaining('functions:get: name: a function name starts with') } });
+    expect(await api.dispatch('functions:get', { name: 'ok', extra: 1 })).toMatchObject({ ok: false, error: { code: 'bad_input' } });
+    expect(await api.dispatch('runs:list', 'not an object')).toMatchObject({ ok: false, error: { code: 'bad_input' } });
+    expect(await api.dispatch('credentials:set', { spec: { name: 'x', hosts: [], placement: { kind: 'header', header: 'A', template: 'no placeholder' } } })).toMatchObject({
+      ok: false,
+      error: { code: 'bad_input', message: expect.stringMatching(/hosts: a credential needs at least one host.*template must contain \{secret\}/) },
+    });
+  });
+
+  it('answers engine errors as { code, message }', async () => {
+    expect(await api.dispatch('functions:get', { name: 'missing' })).toMatchObject({ ok: false, error: { code: 'not_found', message: expect.stringContaining('no function named "missing"') } });
+    const saved = await api.dispatch('functions:save', { spec: { name: 'broken_save' }, source: 'export default () => {' });
+    expect(saved).toMatchObject({ ok: false, error: { code: 'compile_error', details: { problems: [expect.objectContaining({ line: 1 })] } } });
+  });
+
+  it('never sends a secret back to the renderer', async () => {
+    await api.dispatch('credentials:set', { spec: { name: 'k', hosts: ['api.example.com'], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, secret: 'sekrit-value' });
+    const listed = await api.dispatch('credentials:list', {});
+    expect(listed).toMatchObject({ ok: true, value: { credentials: [{ name: 'k', hasSecret: true }] } });
+    expect(JSON.stringify(listed)).not.toContain('sekrit-value');
+  });
+
+  it('exposes exactly the contract methods as named functions, and rejects with plain { code, message }', async () => {
+    const calls: string[] = [];
+    const studio = buildStudio(
+      async (channel) => {
+        calls.push(channel);
+        return { ok: false, error: { code: 'not_found', message: 'nope' } } as Envelope<unknown>;
+      },
+      () => () => {},
+    ) as unknown as Record<string, unknown>;
+    const exposed = Object.entries(studio).flatMap(([noun, value]) => (typeof value === 'function' ? [noun] : Object.keys(value as object).map((verb) => `${noun}:${verb}`)));
+    expect(exposed.filter((n) => n !== 'on').sort()).toEqual([...METHOD_NAMES].sort());
+    expect(Object.keys(studio)).not.toContain('invoke');
+    const error = await (studio.functions as Record<string, (r: unknown) => Promise<unknown>>).get!({ name: 'x' }).catch((e: unknown) => e);
+    expect(error).toEqual({ code: 'not_found', message: 'nope' });
+    expect(Object.getPrototypeOf(error)).toBe(Object.prototype);
+    expect(calls).toEqual(['functions:get']);
+    expect(Object.keys(contract).length).toBe(METHOD_NAMES.length);
+  });
+});
+
+describe('the IPC sender check', () => {
+  const ours = { rendererUrl: 'file:///app/out/renderer/index.html', windowId: 1 };
+  it('accepts our main frame only', () => {
+    expect(isTrustedSender({ frameUrl: 'file:///app/out/renderer/index.html', isMainFrame: true, windowId: 1 }, ours)).toBe(true);
+  });
+  it.each([
+    ['a foreign page', { frameUrl: 'https://evil.example.com/', isMainFrame: true, windowId: 1 }],
+    ['another local file', { frameUrl: 'file:///tmp/evil.html', isMainFrame: true, windowId: 1 }],
+    ['an iframe', { frameUrl: 'file:///app/out/renderer/index.html', isMainFrame: false, windowId: 1 }],
+    ['another window', { frameUrl: 'file:///app/out/renderer/index.html', isMainFrame: true, windowId: 2 }],
+    ['a frame without a URL', { frameUrl: undefined, isMainFrame: true, windowId: 1 }],
+  ])('refuses %s', (_label, sender) => {
+    expect(isTrustedSender(sender, ours)).toBe(false);
+  });
+  it('compares origins for the dev server', () => {
+    const dev = { rendererUrl: 'http://localhost:5173/', windowId: 3 };
+    expect(isTrustedSender({ frameUrl: 'http://localhost:5173/index.html', isMainFrame: true, windowId: 3 }, dev)).toBe(true);
+    expect(isTrustedSender({ frameUrl: 'http://localhost:5174/', isMainFrame: true, windowId: 3 }, dev)).toBe(false);
+  });
+});

@@ -1,0 +1,123 @@
+import { build } from 'esbuild';
+import { createReadStream, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { extname, join, normalize } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { createStudioApi, type StudioApiServer } from '../../src-main/app/studioApi.ts';
+import { EVENT_NAMES } from '../../src-preload/contract.ts';
+import { createEngine, McpHttpHost, type Engine } from '../../src-main/engine/index.ts';
+import { CALLABLE_BIN, REPO } from '../support/callable.ts';
+
+export const RENDERER_DIR = join(REPO, 'out/renderer');
+export const SCREENSHOTS = join(REPO, 'test-results/screenshots');
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.ttf': 'font/ttf',
+  '.svg': 'image/svg+xml',
+  '.json': 'application/json',
+  '.png': 'image/png',
+};
+
+/** Serves the built renderer from 127.0.0.1 (workers and 'self' in the CSP need an http origin). */
+async function serveRenderer(): Promise<{ url: string; server: Server }> {
+  if (!existsSync(join(RENDERER_DIR, 'index.html'))) throw new Error('the renderer is not built: run "npx electron-vite build" (npm test does)');
+  const server = createServer((req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
+    const file = join(RENDERER_DIR, path === '/' ? 'index.html' : path);
+    if (!file.startsWith(RENDERER_DIR) || !existsSync(file) || !statSync(file).isFile()) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+    createReadStream(file).pipe(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/index.html`, server };
+}
+
+/** The preload's bridge builder, bundled for the page, talking to functions the test exposes. */
+async function bridgeScript(): Promise<string> {
+  const result = await build({
+    stdin: {
+      contents: `
+        import { buildStudio } from './src-preload/bridge.ts';
+        const listeners = new Map();
+        window.__studioEmit = (channel, payload) => { for (const l of listeners.get(channel) ?? []) l(payload); };
+        window.studio = buildStudio(
+          (channel, payload) => window.__studioInvoke(channel, payload),
+          (channel, listener) => {
+            if (!listeners.has(channel)) listeners.set(channel, new Set());
+            listeners.get(channel).add(listener);
+            return () => listeners.get(channel).delete(listener);
+          },
+        );`,
+      resolveDir: REPO,
+      loader: 'ts',
+    },
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'browser',
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0]!.text;
+}
+
+export interface Studio {
+  engine: Engine;
+  api: StudioApiServer;
+  page: Page;
+  dataDir: string;
+  pageErrors: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * The real renderer in Debian's Chromium, with window.studio bound to the real engine in this
+ * process (a temp data dir, the real keychain): the same studioApi main registers on ipcMain.
+ */
+export async function openStudio(): Promise<Studio> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'callable-e2e-'));
+  const engine = createEngine({ dataDir });
+  const mcp = new McpHttpHost(engine, { port: 0 });
+  const api = createStudioApi({ engine, mcp, resourcesDir: join(REPO, 'resources'), callableCommand: CALLABLE_BIN, diagnostic: () => {} });
+  const renderer = await serveRenderer();
+  const browser: Browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.exposeFunction('__studioInvoke', (channel: string, payload: unknown) => api.dispatch(channel, payload));
+  await page.addInitScript({ content: await bridgeScript() });
+  const unsubscribe = EVENT_NAMES.map((event) =>
+    api.subscribe(event, (payload) => {
+      page.evaluate(([e, p]) => (window as unknown as { __studioEmit: (e: string, p: unknown) => void }).__studioEmit(e as string, p), [event, payload] as const).catch(() => {});
+    }),
+  );
+  await mcp.start();
+  await page.goto(renderer.url);
+  return {
+    engine,
+    api,
+    page,
+    dataDir,
+    pageErrors,
+    async close() {
+      for (const u of unsubscribe) u();
+      await browser.close();
+      api.close();
+      await mcp.stop();
+      engine.close();
+      await new Promise<void>((resolve) => renderer.server.close(() => resolve()));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type TestClient } from '../support/mcpClients.ts';
+import { vendorServer } from '../support/vendor.ts';
+import { openStudio, type Studio } from './harness.ts';
+import { StudioPage } from './studioPage.ts';
+
+describe('the studio in a real browser, bound to the real engine', () => {
+  let studio: Studio;
+  let ui: StudioPage;
+  let vendor: Awaited<ReturnType<typeof vendorServer>>;
+  const SECRET = `e2e-secret-${Date.now()}`;
+
+  beforeAll(async () => {
+    vendor = await vendorServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ translations: [{ text: `[${req.headers.authorization === `DeepL-Auth-Key ${SECRET}` ? 'authorized' : 'anonymous'}] ${JSON.parse(req.body || '{}').text?.[0] ?? ''}`, detected_source_language: 'EN' }] }));
+    });
+    studio = await openStudio();
+    ui = new StudioPage(studio.page);
+  }, 60_000);
+
+  afterAll(async () => {
+    await studio?.close();
+  });
+
+  it('creates a function from a template, shows a compile error inline, keeps the text, saves the fix and runs it', async () => {
+    await ui.createFromTemplate('Word statistics', 'count_words');
+    await ui.screenshot('01-editor');
+    await ui.replaceCode('export default async function (args: Args) {\n  const words = args.text.split(/\\s+/).filter(Boolean)\n  return { words: words.length, first: words[0] ?? null ;\n}\n');
+    await ui.save();
+    await expect.poll(() => ui.compileError().textContent()).toMatch(/count_words\.ts:3:\d+: Expected "}" but found ";"/);
+    await expect.poll(() => ui.page.locator('.unsaved').count()).toBe(1);
+    await ui.screenshot('02-compile-error');
+    // The typed text was not lost: fix just the bad line.
+    await ui.replaceCode('export default async function (args: Args, ctx: Ctx) {\n  const words = args.text.split(/\\s+/).filter(Boolean);\n  ctx.log(`counted ${words.length} words`);\n  return { words: words.length, sentences: 1, characters: args.text.length, topWords: [] };\n}\n');
+    await ui.save();
+    await expect.poll(() => ui.compileError().count()).toBe(0);
+    expect(studio.engine.functions.get('count_words').revision).toBe(2);
+
+    const result = await ui.run({ text: 'one two three' });
+    await expect.poll(() => result.textContent()).toContain('words: 3');
+    expect(await result.locator('.badge').textContent()).toBe('ok');
+    expect(await result.locator('[data-testid=run-logs]').textContent()).toContain('counted 3 words');
+    await ui.screenshot('03-console-result');
+  });
+
+  it('stores a credential from the Credentials page and the run injects it, shown in the trace', async () => {
+    await ui.goTo('Credentials');
+    await ui.page.getByLabel('Credential name').fill('deepl');
+    await ui.page.getByLabel('Hosts').fill(`127.0.0.1:${vendor.port}`);
+    await ui.page.getByLabel('Template').fill('DeepL-Auth-Key {secret}');
+    await ui.page.getByLabel('Secret').fill(SECRET);
+    await ui.page.getByRole('button', { name: 'Save credential' }).click();
+    await ui.page.getByText('Saved credential deepl').waitFor();
+    await expect.poll(() => ui.page.locator('td', { hasText: `127.0.0.1:${vendor.port}` }).count()).toBe(1);
+    // Write-only: after saving, the secret field is empty and the secret is nowhere in the page.
+    expect(await ui.page.getByLabel('Secret').inputValue()).toBe('');
+    expect(await ui.page.content()).not.toContain(SECRET);
+    await ui.screenshot('04-credentials');
+
+    await ui.goTo('Functions');
+    await ui.createFromTemplate('Translate with DeepL', 'translate_local');
+    await ui.tab('Schema & settings');
+    await ui.page.locator('#fn-hosts').fill(`127.0.0.1:${vendor.port}`);
+    await ui.replaceCode(
+      `export default async function (args: Args, ctx: Ctx) {\n  const res = await ctx.fetch('http://127.0.0.1:${vendor.port}/v2/translate', { method: 'POST', credential: 'deepl', json: { text: [args.text], target_lang: args.target } });\n  return (await res.json()).translations[0].text;\n}\n`,
+    );
+    const result = await ui.run({ text: 'Hello', target: 'DE' });
+    await expect.poll(() => result.textContent()).toContain('[authorized] Hello');
+    const trace = result.locator('[data-testid=run-trace]');
+    expect(await trace.textContent()).toContain(`POST http://127.0.0.1:${vendor.port}/v2/translate`);
+    expect(await trace.textContent()).toContain('deepl');
+    expect(vendor.seen.at(-1)!.headers.authorization).toBe(`DeepL-Auth-Key ${SECRET}`);
+    expect(await ui.page.content()).not.toContain(SECRET);
+    await ui.screenshot('05-trace-with-credential');
+  });
+
+  it('shows the run history with the console runs and re-runs one', async () => {
+    await ui.tab('History');
+    await expect.poll(() => ui.page.getByRole('button', { name: 'Re-run' }).count()).toBeGreaterThan(0);
+    await ui.screenshot('06-history');
+    const before = studio.engine.runs.list({ functionName: 'translate_local' }).length;
+    await ui.page.getByRole('button', { name: 'Re-run' }).first().click();
+    await expect.poll(() => studio.engine.runs.list({ functionName: 'translate_local' }).length).toBe(before + 1);
+  });
+
+  it('disabling a function in the studio changes the tool list of a connected stdio MCP client', async () => {
+    let client: TestClient | undefined;
+    try {
+      client = await connect('2025-11-25', { transport: 'stdio', stdioArgs: ['--data-dir', studio.dataDir] });
+      expect((await client.listTools()).map((t) => t.name)).toContain('translate_local');
+      const changed = client.nextListChanged();
+      await ui.goTo('Functions');
+      await ui.functionItem('translate_local').click();
+      await ui.page.getByRole('button', { name: 'Disable', exact: true }).click();
+      expect(await changed).not.toContain('translate_local');
+      await expect.poll(() => ui.page.getByRole('button', { name: 'Enable', exact: true }).count()).toBe(1);
+    } finally {
+      await client?.close();
+    }
+  });
+
+  it('shows the MCP server, its client configs with this install’s paths, and the live call feed', async () => {
+    await ui.goTo('MCP');
+    await expect.poll(() => ui.page.getByText(/http:\/\/127\.0\.0\.1:\d+\/mcp/).count()).toBeGreaterThan(0);
+    expect(await ui.page.content()).toContain('bin/callable.js');
+    await ui.screenshot('07-mcp');
+  });
+
+  it('raised no errors in the page', () => {
+    expect(studio.pageErrors).toEqual([]);
+  });
+});
