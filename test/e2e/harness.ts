@@ -87,6 +87,7 @@ export async function openStudio(): Promise<Studio> {
   const engine = createEngine({ dataDir });
   const mcp = new McpHttpHost(engine, { port: 0 });
   const api = createStudioApi({ engine, mcp, resourcesDir: join(REPO, 'resources'), callableCommand: CALLABLE_BIN, diagnostic: () => {} });
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH`);
   const renderer = await serveRenderer();
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,
