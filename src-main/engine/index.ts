@@ -19,8 +19,8 @@ import {
   type RunResult,
   type TraceEntry,
 } from './model/index.ts';
-import { guardedFetch, systemResolver, type Resolver } from './net/guardedFetch.ts';
-import { SandboxExecutor, type ProgressUpdate } from './sandbox/executor.ts';
+import type { Resolver } from './net/guardedFetch.ts';
+import type { SandboxExecutor, ProgressUpdate } from './sandbox/executor.ts';
 import { openDatabase, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
 import { ProfileRepository } from './mcp/profiles.ts';
@@ -33,8 +33,18 @@ export type { ProgressUpdate } from './sandbox/executor.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
 export { specOf } from './functions/repository.ts';
 export { McpHttpHost, type HttpHostStatus } from './mcp/httpHost.ts';
-export { startMcpHttpServer } from './mcp/http.ts';
-export { serveMcpStdio } from './mcp/stdio.ts';
+export type { HttpOptions, RunningHttpServer } from './mcp/http.ts';
+export type { StdioOptions } from './mcp/stdio.ts';
+
+/** Streamable HTTP MCP (loaded on demand: the stdio server never needs the HTTP stack). */
+export async function startMcpHttpServer(engine: Engine, options: import('./mcp/http.ts').HttpOptions): Promise<import('./mcp/http.ts').RunningHttpServer> {
+  return (await import('./mcp/http.ts')).startMcpHttpServer(engine, options);
+}
+
+/** MCP over stdio until stdin closes. */
+export async function serveMcpStdio(engine: Engine, options: import('./mcp/stdio.ts').StdioOptions): Promise<void> {
+  return (await import('./mcp/stdio.ts')).serveMcpStdio(engine, options);
+}
 
 export const PRODUCT_NAME = 'Callable Studio';
 /** Keychain account of the HTTP token; ':' keeps it apart from credential names. */
@@ -98,9 +108,10 @@ export class Engine {
   readonly #catalogListeners = new Set<() => void>();
   #catalogPoll: NodeJS.Timeout | undefined;
   #catalogSeen = 0;
-  readonly #executor: SandboxExecutor;
+  #sandbox: Promise<{ executor: SandboxExecutor; guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
+  readonly #diagnostic: ((message: string) => void) | undefined;
   readonly #schemas = new SchemaValidator();
-  readonly #resolver: Resolver;
+  readonly #resolver: Resolver | undefined;
 
   constructor(options: EngineOptions) {
     this.dataDir = options.dataDir;
@@ -111,8 +122,8 @@ export class Engine {
     this.credentials = new CredentialService(this.#db, this.#secrets);
     this.runs = new RunLedger(this.#db);
     this.profiles = new ProfileRepository(this.#db);
-    this.#resolver = options.resolver ?? systemResolver;
-    this.#executor = new SandboxExecutor({ ...(options.diagnostic ? { onDiagnostic: options.diagnostic } : {}) });
+    this.#resolver = options.resolver;
+    this.#diagnostic = options.diagnostic;
   }
 
   get database(): Db {
@@ -165,7 +176,8 @@ export class Engine {
       };
     } else {
       const limits = effectiveLimits(record);
-      const outcome = await this.#executor.run({
+      const { executor, guardedFetch, resolver } = await this.#loadSandbox();
+      const outcome = await executor.run({
         functionName: name,
         compiled,
         limits,
@@ -184,7 +196,7 @@ export class Engine {
               if (injection.header) redactor.add(credentialName, injection.header[1]);
               return injection;
             },
-            resolver: this.#resolver,
+            resolver,
             signal,
             trace: (entry) => trace.push(entry),
           }),
@@ -221,6 +233,16 @@ export class Engine {
     };
     this.runs.record(audit);
     return result;
+  }
+
+  /** isolated-vm and the network stack, loaded by the first run (a server that only lists tools starts faster). */
+  #loadSandbox() {
+    this.#sandbox ??= Promise.all([import('./sandbox/executor.ts'), import('./net/guardedFetch.ts')]).then(([sandbox, net]) => ({
+      executor: new sandbox.SandboxExecutor({ ...(this.#diagnostic ? { onDiagnostic: this.#diagnostic } : {}) }),
+      guardedFetch: net.guardedFetch,
+      resolver: this.#resolver ?? net.systemResolver,
+    }));
+    return this.#sandbox;
   }
 
   #checkSchemas(spec: { inputSchema?: object; outputSchema?: object }, prefix = ''): void {
@@ -282,7 +304,7 @@ export class Engine {
   close(): void {
     if (this.#catalogPoll) clearInterval(this.#catalogPoll);
     this.#catalogListeners.clear();
-    this.#executor.dispose();
+    void this.#sandbox?.then((s) => s.executor.dispose());
     this.#db.close();
   }
 }

@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.ts';
 import type { RunRecord } from '../model/index.ts';
 
@@ -23,20 +24,20 @@ const MAX_ARGS_BYTES = 64 * 1024;
 /** Every run, from every caller, in one table: what ran, for whom, how long, how it ended. */
 export class RunLedger {
   readonly #db: Db;
+  readonly #insert: Database.Statement;
 
   constructor(db: Db) {
     this.#db = db;
+    this.#insert = db.prepare(
+      `INSERT INTO runs (id, function_name, caller, client_name, client_version, transport, profile, args, started_at, duration_ms, ok, error_code, error_message, bytes_out)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
   }
 
   record(run: RunRecord): void {
     let args = JSON.stringify(run.args ?? null);
     if (args.length > MAX_ARGS_BYTES) args = JSON.stringify({ truncated: true, bytes: args.length });
-    this.#db
-      .prepare(
-        `INSERT INTO runs (id, function_name, caller, client_name, client_version, transport, profile, args, started_at, duration_ms, ok, error_code, error_message, bytes_out)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
+    this.#insert.run(
         run.id,
         run.functionName,
         run.caller,

@@ -1,5 +1,14 @@
-import { AsyncEntry } from '@napi-rs/keyring';
+import type { AsyncEntry as AsyncEntryType } from '@napi-rs/keyring';
+import { createRequire } from 'node:module';
 import { StudioError } from '../model/index.ts';
+
+const require = createRequire(import.meta.url);
+let AsyncEntryClass: typeof AsyncEntryType | undefined;
+/** The keychain binding, loaded when a secret is first touched. */
+function entry(service: string, account: string): AsyncEntryType {
+  AsyncEntryClass ??= (require('@napi-rs/keyring') as typeof import('@napi-rs/keyring')).AsyncEntry;
+  return new AsyncEntryClass(service, account);
+}
 
 /** Where secrets live. Only the keychain implementation is used by the product. */
 export interface SecretStore {
@@ -26,7 +35,7 @@ export class KeychainSecretStore implements SecretStore {
 
   async get(name: string): Promise<string | undefined> {
     try {
-      return (await new AsyncEntry(this.#service, name).getPassword()) ?? undefined;
+      return (await entry(this.#service, name).getPassword()) ?? undefined;
     } catch (error) {
       throw keychainError(error);
     }
@@ -34,7 +43,7 @@ export class KeychainSecretStore implements SecretStore {
 
   async set(name: string, secret: string): Promise<void> {
     try {
-      await new AsyncEntry(this.#service, name).setPassword(secret);
+      await entry(this.#service, name).setPassword(secret);
     } catch (error) {
       throw keychainError(error);
     }
@@ -42,7 +51,7 @@ export class KeychainSecretStore implements SecretStore {
 
   async delete(name: string): Promise<void> {
     try {
-      await new AsyncEntry(this.#service, name).deletePassword();
+      await entry(this.#service, name).deletePassword();
     } catch (error) {
       throw keychainError(error);
     }

@@ -1,4 +1,4 @@
-import { build, transform, type Message } from 'esbuild';
+import type { Message } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { StudioError, type Language } from '../model/index.ts';
 
@@ -24,6 +24,8 @@ const NO_IMPORTS =
  * Errors carry 1-based line and column.
  */
 export async function compileFunction(source: string, language: Language, name: string): Promise<CompiledFunction> {
+  // Loaded on first save: serving and running functions never needs the compiler.
+  const { build, transform } = await import('esbuild');
   const sourcefile = `${name}.${language}`;
   let esm: string;
   let exports: string[];

@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.ts';
 import { nowIso } from '../store/database.ts';
 import { bumpCatalog, catalogVersion } from '../store/catalog.ts';
@@ -49,14 +50,31 @@ export function parseSpec(input: unknown, where = 'function.json'): FunctionSpec
  */
 export class FunctionRepository {
   readonly #db: Db;
+  readonly #catalogVersion: Database.Statement;
+  // Reads are cached until the catalog version moves (any write, in any process, bumps it):
+  // MCP servers list and load functions on every request, and the rows carry compiled code.
+  #cachedAt = -1;
+  #list: FunctionRecord[] | undefined;
+  readonly #loaded = new Map<string, LoadedFunction>();
 
   constructor(db: Db) {
     this.#db = db;
+    this.#catalogVersion = db.prepare("SELECT value FROM settings WHERE key = 'catalog_version'");
+  }
+
+  #fresh(): void {
+    const row = this.#catalogVersion.get() as { value: string } | undefined;
+    const version = row ? Number(row.value) : 0;
+    if (version === this.#cachedAt) return;
+    this.#cachedAt = version;
+    this.#list = undefined;
+    this.#loaded.clear();
   }
 
   list(): FunctionRecord[] {
-    const rows = this.#db.prepare('SELECT * FROM functions ORDER BY name').all() as Row[];
-    return rows.map(toRecord);
+    this.#fresh();
+    this.#list ??= (this.#db.prepare('SELECT * FROM functions ORDER BY name').all() as Row[]).map(toRecord);
+    return this.#list.map((r) => ({ ...r }));
   }
 
   find(name: string): FunctionRecord | undefined {
@@ -72,9 +90,15 @@ export class FunctionRepository {
 
   /** The record with its compiled script, as the sandbox needs it. */
   load(name: string): LoadedFunction {
-    const row = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined;
-    if (!row) throw notFound(name);
-    return { record: toRecord(row), compiled: JSON.parse(row.compiled) as CompiledFunction };
+    this.#fresh();
+    let loaded = this.#loaded.get(name);
+    if (!loaded) {
+      const row = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined;
+      if (!row) throw notFound(name);
+      loaded = { record: toRecord(row), compiled: JSON.parse(row.compiled) as CompiledFunction };
+      this.#loaded.set(name, loaded);
+    }
+    return loaded;
   }
 
   /** Compiles and stores a function (created, or updated by name). Returns the new record. */

@@ -1,5 +1,8 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Ajv as AjvType, ErrorObject, ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
 import { StudioError } from '../model/index.ts';
+
+const require = createRequire(import.meta.url);
 
 /**
  * JSON Schema validation for function arguments and results (ajv). Validators are compiled once
@@ -7,21 +10,35 @@ import { StudioError } from '../model/index.ts';
  * from vendors' docs, and a schema that validates less is better than one that cannot be saved.
  */
 export class SchemaValidator {
-  readonly #ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+  #ajv: AjvType | undefined;
   readonly #cache = new Map<string, ValidateFunction>();
+  /** Schema objects of cached function records are stable: skip serializing them on every call. */
+  readonly #byObject = new WeakMap<object, ValidateFunction>();
+
+  /** Created on first use: a server that only lists tools never pays for ajv. */
+  #instance(): AjvType {
+    if (!this.#ajv) {
+      const { Ajv } = require('ajv') as typeof import('ajv');
+      this.#ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+    }
+    return this.#ajv;
+  }
 
   compile(schema: object, what: string): ValidateFunction {
+    const known = this.#byObject.get(schema);
+    if (known) return known;
     const key = JSON.stringify(schema);
     let validate = this.#cache.get(key);
     if (!validate) {
       try {
-        validate = this.#ajv.compile(schema);
+        validate = this.#instance().compile(schema);
       } catch (error) {
         throw new StudioError('bad_input', `${what} is not a valid JSON Schema: ${(error as Error).message}`);
       }
       if (this.#cache.size > 500) this.#cache.clear();
       this.#cache.set(key, validate);
     }
+    this.#byObject.set(schema, validate);
     return validate;
   }
 

@@ -1,5 +1,5 @@
 import type { Engine } from '../index.ts';
-import { startMcpHttpServer, type RunningHttpServer } from './http.ts';
+import type { RunningHttpServer } from './http.ts';
 
 export interface HttpHostStatus {
   running: boolean;
@@ -40,6 +40,7 @@ export class McpHttpHost {
     await this.stop();
     try {
       const token = this.#status.auth ? await this.#engine.mcpToken() : undefined;
+      const { startMcpHttpServer } = await import('./http.ts');
       this.#server = await startMcpHttpServer(this.#engine, { host: this.#status.host, port, token, diagnostic: this.#diagnostic });
       this.#set({ running: true, url: this.#server.url, host: this.#status.host, port: this.#server.port, auth: this.#status.auth });
     } catch (error) {

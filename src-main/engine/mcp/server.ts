@@ -72,6 +72,18 @@ export class ToolServer {
     return all.filter((f) => names.has(f.name));
   }
 
+  /** The function a call names, if this server exposes it (enabled, in the profile). */
+  #lookup(name: string, profile: ProfileSpec | undefined): FunctionRecord | undefined {
+    if (this.#options.profile !== undefined && !profile?.functions.includes(name)) return undefined;
+    let record: FunctionRecord;
+    try {
+      record = this.#engine.functions.load(name).record;
+    } catch {
+      return undefined;
+    }
+    return record.enabled ? record : undefined;
+  }
+
   #build(): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: true }, logging: {} },
@@ -83,7 +95,6 @@ export class ToolServer {
       const args = request.params.arguments ?? {};
       const profile = this.#profile();
       const metaTools = profile?.metaTools === true;
-      const functions = this.#functions();
       const envelopeInfo = (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope?.[CLIENT_INFO_META_KEY] as { name?: string; version?: string } | undefined;
       const client = envelopeInfo ?? server.getClientVersion();
       const progressToken = ctx.mcpReq._meta?.progressToken;
@@ -105,11 +116,11 @@ export class ToolServer {
               },
       };
 
-      const target = functions.find((f) => f.name === name);
+      const target = this.#lookup(name, profile);
       if (target) return this.#call(server, target, args, runOptions);
-      if (metaTools && name === FIND_TOOL) return this.#find(functions, args);
+      if (metaTools && name === FIND_TOOL) return this.#find(this.#functions(), args);
       if (metaTools && name === CALL_TOOL) {
-        const inner = typeof args.name === 'string' ? functions.find((f) => f.name === args.name) : undefined;
+        const inner = typeof args.name === 'string' ? this.#lookup(args.name, profile) : undefined;
         if (!inner) {
           return errorResult(`No function named ${JSON.stringify(args.name)} in this server. Call ${FIND_TOOL} to see the functions there are.`);
         }
