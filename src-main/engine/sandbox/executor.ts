@@ -125,6 +125,7 @@ class Run {
     job.signal?.addEventListener('abort', onCancel, { once: true });
 
     let context: ivm.Context | undefined;
+    const refs: ivm.Reference[] = [];
     let result: { json: string } | ErrorInfo;
     try {
       if (this.#failure) throw new Error('failed before start');
@@ -133,15 +134,18 @@ class Run {
       const work = (async (): Promise<{ json: string }> => {
         const script = await slot.script(job.compiled);
         context = await slot.isolate.createContext();
+        // Every Reference taken here is released in `finally`: a held Reference keeps the whole
+        // context alive, and leaked contexts make the isolate's GC pauses grow.
         const api = (await slot.prelude.run(context, { reference: true, timeout: this.#remaining() })) as ivm.Reference<(...a: unknown[]) => unknown>;
+        refs.push(api);
         const pair = (await api.apply(undefined, [new ivm.Callback(this.#hostSync), new ivm.Callback(this.#hostStart)], {
           result: { reference: true },
           timeout: this.#remaining(),
         })) as ivm.Reference<unknown[]>;
-        api.release();
+        refs.push(pair);
         this.#settleRef = (await pair.get(0, { reference: true })) as ivm.Reference;
         const invoke = (await pair.get(1, { reference: true })) as ivm.Reference<(...a: unknown[]) => unknown>;
-        pair.release();
+        refs.push(invoke);
         let exportsRef: ivm.Reference;
         try {
           exportsRef = (await script.run(context, { reference: true, timeout: this.#remaining() })) as ivm.Reference;
@@ -149,11 +153,11 @@ class Run {
           if (this.#isLoadError(slot)) throw new StudioError('function_error', `the function's module threw while loading: ${guestMessage(error)}`);
           throw error;
         }
+        refs.push(exportsRef);
         const json = (await invoke.apply(undefined, [exportsRef.derefInto(), job.argsJson, job.functionName, job.runId, Date.now() + this.#remaining()], {
           result: { promise: true, copy: true },
           timeout: this.#remaining(),
         })) as string;
-        invoke.release();
         return { json };
       })();
       result = await Promise.race([work, failed]);
@@ -168,6 +172,7 @@ class Run {
       this.#abort.abort();
       for (const t of this.#timers) clearTimeout(t);
       this.#settleRef?.release();
+      for (const ref of refs) ref.release();
       context?.release();
     }
 
