@@ -305,6 +305,7 @@ export class Engine {
     if (this.#catalogPoll) clearInterval(this.#catalogPoll);
     this.#catalogListeners.clear();
     void this.#sandbox?.then((s) => s.executor.dispose());
+    this.runs.flush();
     this.#db.close();
   }
 }

@@ -21,10 +21,16 @@ interface Row {
 
 const MAX_ARGS_BYTES = 64 * 1024;
 
-/** Every run, from every caller, in one table: what ran, for whom, how long, how it ended. */
+/**
+ * Every run, from every caller, in one table: what ran, for whom, how long, how it ended.
+ * Records are written in batches right after the current turn of the event loop, so a burst of
+ * calls shares one transaction instead of paying for a commit each; reads flush first.
+ */
 export class RunLedger {
   readonly #db: Db;
   readonly #insert: Database.Statement;
+  readonly #pending: RunRecord[] = [];
+  #scheduled: NodeJS.Immediate | undefined;
 
   constructor(db: Db) {
     this.#db = db;
@@ -35,6 +41,22 @@ export class RunLedger {
   }
 
   record(run: RunRecord): void {
+    this.#pending.push(run);
+    this.#scheduled ??= setImmediate(() => this.flush());
+  }
+
+  /** Writes the records not yet written. */
+  flush(): void {
+    if (this.#scheduled) clearImmediate(this.#scheduled);
+    this.#scheduled = undefined;
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending.splice(0);
+    this.#db.transaction(() => {
+      for (const run of batch) this.#write(run);
+    })();
+  }
+
+  #write(run: RunRecord): void {
     let args = JSON.stringify(run.args ?? null);
     if (args.length > MAX_ARGS_BYTES) args = JSON.stringify({ truncated: true, bytes: args.length });
     this.#insert.run(
@@ -57,16 +79,19 @@ export class RunLedger {
 
   /** The newest rowid: a cursor for `after`. */
   cursor(): number {
+    this.flush();
     return (this.#db.prepare('SELECT COALESCE(MAX(rowid), 0) AS c FROM runs').get() as { c: number }).c;
   }
 
   /** Runs recorded (by any process) after `cursor`, oldest first, with the new cursor. */
   after(cursor: number, limit = 100): { runs: RunRecord[]; cursor: number } {
+    this.flush();
     const rows = this.#db.prepare('SELECT rowid AS rid, * FROM runs WHERE rowid > ? ORDER BY rowid LIMIT ?').all(cursor, limit) as Array<Row & { rid: number }>;
     return { runs: rows.map(toRecord), cursor: rows.length > 0 ? rows[rows.length - 1]!.rid : cursor };
   }
 
   list(filter: { functionName?: string | undefined; limit?: number | undefined } = {}): RunRecord[] {
+    this.flush();
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 1000);
     const rows = (
       filter.functionName === undefined
