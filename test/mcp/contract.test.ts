@@ -134,7 +134,8 @@ for (const [transport, era] of cases) {
 
     it('records each call with the client name, transport and outcome', async () => {
       await client.callTool('echo', { text: 'audit me' });
-      const run = engine.runs.list({ functionName: 'echo', limit: 1 })[0]!;
+      // The server process writes its audit records right after answering.
+      const run = await eventually(() => engine.runs.list({ functionName: 'echo', limit: 1 }).find((r) => (r.args as { text?: string }).text === 'audit me'), 'the audit record');
       expect(run).toMatchObject({ caller: 'mcp', clientName: client.clientName, transport, ok: true, args: { text: 'audit me' } });
     });
 

@@ -34,7 +34,7 @@ describe('profiles', () => {
       await engine.saveFunction({ spec: { name: 'not_yet' }, source: 'export default () => "joined"' });
       expect((await changed).sort()).toEqual(['echo', 'not_yet']);
       await client.callTool('echo', { text: 'x' });
-      expect(engine.runs.list({ functionName: 'echo', limit: 1 })[0]).toMatchObject({ profile: 'writing', transport: 'stdio' });
+      await expect.poll(() => engine.runs.list({ functionName: 'echo', limit: 1 })[0]).toMatchObject({ profile: 'writing', transport: 'stdio' });
     } finally {
       await client.close();
     }
