@@ -183,6 +183,7 @@ export class Engine {
         limits,
         argsJson: JSON.stringify(args ?? {}),
         runId,
+        measureHeap: options.caller !== 'mcp',
         signal: options.signal,
         onLog: options.onLog && ((entry) => options.onLog?.(redactor.active ? { ...entry, message: redactor.text(entry.message) } : entry)),
         onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),

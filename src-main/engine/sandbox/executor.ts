@@ -5,7 +5,7 @@ import { StudioError, toErrorInfo, type ContentItem, type EffectiveLimits, type 
 import type { CompiledFunction } from '../functions/compile.ts';
 import type { IncomingResponse, OutgoingRequest } from '../net/guardedFetch.ts';
 import { callablePrelude } from './prelude.js';
-import { IsolatePool, type IsolateSlot } from './pool.ts';
+import { IsolatePool, type HostAnswer, type IsolateSlot, type PreparedContext } from './pool.ts';
 
 export interface ProgressUpdate {
   progress: number;
@@ -24,6 +24,8 @@ export interface SandboxJob {
   signal?: AbortSignal | undefined;
   onLog?: ((entry: LogEntry) => void) | undefined;
   onProgress?: ((update: ProgressUpdate) => void) | undefined;
+  /** Report the isolate's heap use after the run (costs a wait for the isolate; the console wants it). */
+  measureHeap?: boolean | undefined;
   /** The guarded fetch, already bound to this function's policy. Aborted when the run ends. */
   fetch: (request: OutgoingRequest, signal: AbortSignal) => Promise<IncomingResponse>;
 }
@@ -42,7 +44,6 @@ const URL_PARTS = new Set(['href', 'protocol', 'username', 'password', 'host', '
 const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
 const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
 
-type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
 
 /**
  * Runs functions in isolated-vm: a fresh Context per call inside a warm per-function isolate.
@@ -124,8 +125,8 @@ class Run {
     if (job.signal?.aborted) onCancel();
     job.signal?.addEventListener('abort', onCancel, { once: true });
 
-    let context: ivm.Context | undefined;
-    const refs: ivm.Reference[] = [];
+    let prepared: PreparedContext | undefined;
+    let exportsRef: ivm.Reference | undefined;
     let result: { json: string } | ErrorInfo;
     try {
       if (this.#failure) throw new Error('failed before start');
@@ -133,28 +134,19 @@ class Run {
       this.#slot = slot;
       const work = (async (): Promise<{ json: string }> => {
         const script = await slot.script(job.compiled);
-        context = await slot.isolate.createContext();
-        // Every Reference taken here is released in `finally`: a held Reference keeps the whole
-        // context alive, and leaked contexts make the isolate's GC pauses grow.
-        const api = (await slot.prelude.run(context, { reference: true, timeout: this.#remaining() })) as ivm.Reference<(...a: unknown[]) => unknown>;
-        refs.push(api);
-        const pair = (await api.apply(undefined, [new ivm.Callback(this.#hostSync), new ivm.Callback(this.#hostStart)], {
-          result: { reference: true },
-          timeout: this.#remaining(),
-        })) as ivm.Reference<unknown[]>;
-        refs.push(pair);
-        this.#settleRef = (await pair.get(0, { reference: true })) as ivm.Reference;
-        const invoke = (await pair.get(1, { reference: true })) as ivm.Reference<(...a: unknown[]) => unknown>;
-        refs.push(invoke);
-        let exportsRef: ivm.Reference;
+        prepared = await slot.takeContext();
+        prepared.binding.sync = this.#hostSync;
+        prepared.binding.start = this.#hostStart;
+        this.#settleRef = prepared.settle;
+        // The function's own code (module body, then the handler) always runs off the main thread,
+        // each entry bounded by the time left.
         try {
-          exportsRef = (await script.run(context, { reference: true, timeout: this.#remaining() })) as ivm.Reference;
+          exportsRef = (await script.run(prepared.context, { reference: true, timeout: this.#remaining() })) as ivm.Reference;
         } catch (error) {
           if (this.#isLoadError(slot)) throw new StudioError('function_error', `the function's module threw while loading: ${guestMessage(error)}`);
           throw error;
         }
-        refs.push(exportsRef);
-        const json = (await invoke.apply(undefined, [exportsRef.derefInto(), job.argsJson, job.functionName, job.runId, Date.now() + this.#remaining()], {
+        const json = (await prepared.invoke.apply(undefined, [exportsRef.derefInto(), job.argsJson, job.functionName, job.runId, Date.now() + this.#remaining()], {
           result: { promise: true, copy: true },
           timeout: this.#remaining(),
         })) as string;
@@ -171,21 +163,30 @@ class Run {
       job.signal?.removeEventListener('abort', onCancel);
       this.#abort.abort();
       for (const t of this.#timers) clearTimeout(t);
-      this.#settleRef?.release();
-      for (const ref of refs) ref.release();
-      context?.release();
+      // Every Reference into the context is released: a held one keeps the context alive, and
+      // leaked contexts make the isolate's GC pauses grow.
+      try {
+        exportsRef?.release();
+      } catch {
+        /* the isolate is gone */
+      }
+      prepared?.release();
     }
 
     const slot = this.#slot;
+    // Heap figures wait for the isolate's lock: only measured when asked (the studio console).
     let heapBytes: number | undefined;
-    if (slot && !slot.isolate.isDisposed) {
+    if (job.measureHeap && slot && !slot.isolate.isDisposed) {
       try {
-        heapBytes = slot.isolate.getHeapStatisticsSync().used_heap_size;
+        heapBytes = (await slot.isolate.getHeapStatistics()).used_heap_size;
       } catch {
         heapBytes = undefined;
       }
     }
-    if (slot) this.#pool.release(slot);
+    if (slot) {
+      this.#pool.release(slot);
+      slot.prepareSpare();
+    }
     const durationMs = Math.round((performance.now() - this.#started) * 100) / 100;
     const base = { logs: this.#logs, durationMs, ...(heapBytes === undefined ? {} : { heapBytes }) };
     if ('code' in result) return { ok: false, error: result, ...base, resultBytes: 0 };

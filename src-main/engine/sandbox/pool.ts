@@ -1,17 +1,38 @@
 import ivm from 'isolated-vm';
 import type { CompiledFunction } from '../functions/compile.ts';
 
+export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
+
+/** The host side of one context's bridge; a run points it at itself for as long as it owns the context. */
+export interface HostBinding {
+  sync: (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => HostAnswer;
+  start: (op: unknown, payload: unknown) => HostAnswer;
+}
+
+/** A fresh, never-used context with the prelude installed: what one call needs. */
+export interface PreparedContext {
+  context: ivm.Context;
+  settle: ivm.Reference;
+  invoke: ivm.Reference<(...a: unknown[]) => unknown>;
+  binding: HostBinding;
+  /** Releases the context and every Reference into it (a held Reference keeps a context alive). */
+  release(): void;
+}
+
 /** A warm isolate for one function: its prelude and compiled module stay compiled between calls. */
 export interface IsolateSlot {
   readonly key: string;
   readonly isolate: ivm.Isolate;
   readonly memoryMb: number;
-  readonly prelude: ivm.Script;
   inflight: number;
   lastUsed: number;
   /** Set when the host disposed the isolate on purpose (eviction), so it is not taken for a memory crash. */
   disposedByHost: boolean;
   script(compiled: CompiledFunction): Promise<ivm.Script>;
+  /** The spare context prepared in the background if there is one, else a new one. */
+  takeContext(): Promise<PreparedContext>;
+  /** After a call: prepare the next call's context off its critical path (functions called again only). */
+  prepareSpare(): void;
 }
 
 /**
@@ -22,12 +43,23 @@ export interface IsolateSlot {
 const MAX_INFLIGHT_PER_ISOLATE = 4;
 const MAX_ISOLATES_PER_FUNCTION = 4;
 const IDLE_MS = 10 * 60 * 1000;
+/** Spare contexts kept at once (the most recently used isolates'); each holds a small heap. */
+const MAX_SPARES = 16;
+/** The prelude is our code and quick; this only guards against a broken isolate. */
+const PRELUDE_TIMEOUT_MS = 2000;
+
+const refuse: HostBinding = {
+  sync: () => ({ ok: false, error: { message: 'no run owns this context' } }),
+  start: () => ({ ok: false, error: { message: 'no run owns this context' } }),
+};
 
 export class IsolatePool {
   readonly #preludeSource: string;
   readonly #maxWarm: number;
   readonly #onDiagnostic: (message: string) => void;
   readonly #slots = new Map<string, IsolateSlot[]>();
+  /** Droppers of the spare contexts held now, oldest first. */
+  readonly #spares = new Set<() => void>();
   #sweeper: NodeJS.Timeout | undefined;
 
   constructor(preludeSource: string, options: { maxWarmIsolates?: number; onDiagnostic?: (message: string) => void }) {
@@ -74,6 +106,7 @@ export class IsolatePool {
   dispose(): void {
     for (const list of this.#slots.values()) for (const slot of list) this.#dispose(slot);
     this.#slots.clear();
+    this.#spares.clear();
     if (this.#sweeper) clearInterval(this.#sweeper);
     this.#sweeper = undefined;
   }
@@ -86,11 +119,66 @@ export class IsolatePool {
     const prelude = isolate.compileScriptSync(this.#preludeSource, { filename: 'callable:prelude' });
     const scripts = new Map<string, Promise<ivm.Script>>();
     const name = key.slice(0, key.lastIndexOf('@'));
+    const spares = this.#spares;
+    let spare: Promise<PreparedContext> | undefined;
+    let calls = 0;
+
+    const dropSpare = (): void => {
+      const old = spare;
+      spare = undefined;
+      spares.delete(dropSpare);
+      old?.then(
+        (p) => p.release(),
+        () => {},
+      );
+    };
+
+    // Synchronous when nothing else runs in the isolate (each async step is a hop to its thread);
+    // asynchronous otherwise, since a synchronous step would wait on the isolate's lock.
+    const prepare = async (sync: boolean): Promise<PreparedContext> => {
+      const binding: HostBinding = { ...refuse };
+      const callbacks = [new ivm.Callback((...a: unknown[]) => binding.sync(...(a as [unknown]))), new ivm.Callback((op: unknown, p: unknown) => binding.start(op, p))];
+      const context = sync ? isolate.createContextSync() : await isolate.createContext();
+      const refs: ivm.Reference[] = [];
+      try {
+        const options = { reference: true as const, timeout: PRELUDE_TIMEOUT_MS };
+        const api = (sync ? prelude.runSync(context, options) : await prelude.run(context, options)) as ivm.Reference<(...a: unknown[]) => unknown>;
+        refs.push(api);
+        const applyOptions = { result: { reference: true as const }, timeout: PRELUDE_TIMEOUT_MS };
+        const pair = (sync ? api.applySync(undefined, callbacks, applyOptions) : await api.apply(undefined, callbacks, applyOptions)) as ivm.Reference<unknown[]>;
+        refs.push(pair);
+        const settle = (sync ? pair.getSync(0, { reference: true }) : await pair.get(0, { reference: true })) as ivm.Reference;
+        const invoke = (sync ? pair.getSync(1, { reference: true }) : await pair.get(1, { reference: true })) as ivm.Reference<(...a: unknown[]) => unknown>;
+        for (const r of refs) r.release();
+        return {
+          context,
+          settle,
+          invoke,
+          binding,
+          release() {
+            binding.sync = refuse.sync;
+            binding.start = refuse.start;
+            // Throws only when the isolate is already gone, which released everything anyway.
+            try {
+              settle.release();
+              invoke.release();
+              context.release();
+            } catch {
+              /* disposed */
+            }
+          },
+        };
+      } catch (error) {
+        for (const r of refs) r.release();
+        context.release();
+        throw error;
+      }
+    };
+
     return {
       key,
       isolate,
       memoryMb,
-      prelude,
       inflight: 0,
       lastUsed: Date.now(),
       disposedByHost: false,
@@ -107,6 +195,28 @@ export class IsolatePool {
           scripts.set(compiled.hash, script);
         }
         return script;
+      },
+      takeContext() {
+        calls++;
+        const ready = spare;
+        spare = undefined;
+        spares.delete(dropSpare);
+        if (ready) return ready.catch(() => prepare(this.inflight <= 1));
+        return prepare(this.inflight <= 1);
+      },
+      prepareSpare() {
+        // Only for functions called more than once: an idle function called once keeps no spare.
+        if (calls < 2 || spare !== undefined || isolate.isDisposed) return;
+        // After the answer has gone out, not on its path.
+        setImmediate(() => {
+          if (spare !== undefined || isolate.isDisposed) return;
+          spare = prepare(false);
+          spare.catch(() => {
+            spare = undefined;
+          });
+          spares.add(dropSpare);
+          if (spares.size > MAX_SPARES) spares.values().next().value?.();
+        });
       },
     };
   }
