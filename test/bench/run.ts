@@ -1,0 +1,631 @@
+// The MCP overhead benchmark (issue #5).
+//
+//   npm run bench                      full run (a few minutes on 2 cores)
+//   npm run bench -- --quick           under a minute, fewer iterations
+//   npm run bench -- --json FILE       also write the headline figures as JSON
+//
+// One run, one process tree: the same trivial function ({ text, n }) => ({ echo: text, n: n * 2 })
+// served by `callable mcp` (stdio) and `callable serve` (Streamable HTTP), by a plain MCP SDK
+// server with no sandbox (the floor, test/bench/plainServer.ts), and by a fresh node process per
+// call (a reference). Targets are called round-robin (the order rotates every round) so machine
+// noise hits them alike; ratios are product over plain from the same run. It only reports: the
+// exit code is 0 even when a target is missed (1 only when the bench itself could not run).
+// Every loop is bounded in count and time, every child process and temp folder is removed, and
+// everything talks to 127.0.0.1 only.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { arch, cpus, platform, release, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { stop as stopEsbuild } from 'esbuild';
+import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
+import { ECHO_INPUT_SCHEMA, ECHO_SOURCE } from './fixture.ts';
+import { fmt, maxOf, mean, median, minOf, quantile, rotate, round, table } from './stats.ts';
+import {
+  killEverything,
+  plainStdio,
+  productStdio,
+  REPO,
+  rssKiB,
+  startHttp,
+  startStdio,
+  subprocessTarget,
+  trackDir,
+  NO_SNAPSHOT,
+  type CallOutcome,
+  type Target,
+} from './targets.ts';
+
+// ---------------------------------------------------------------- options ----
+
+const USAGE = 'usage: npm run bench [-- --quick] [-- --json FILE]';
+const argv = process.argv.slice(2);
+let quick = false;
+let jsonFile: string | undefined;
+for (let k = 0; k < argv.length; k++) {
+  const a = argv[k]!;
+  if (a === '--quick') quick = true;
+  else if (a === '--json') jsonFile = argv[++k];
+  else if (a.startsWith('--json=')) jsonFile = a.slice('--json='.length);
+  else if (a === '--help' || a === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  } else {
+    process.stderr.write(`bench: unknown argument ${a}\n${USAGE}\n`);
+    process.exit(2);
+  }
+}
+if (argv.includes('--json') && !jsonFile) {
+  process.stderr.write(`bench: --json needs a file name\n${USAGE}\n`);
+  process.exit(2);
+}
+const jsonPath = jsonFile === undefined ? undefined : resolve(process.env.INIT_CWD ?? process.cwd(), jsonFile);
+
+const FULL_MEMLIMIT_CALLS = 15_000;
+/** Counts and time bounds (ms) of every phase. */
+const CFG = quick
+  ? {
+      warmupCalls: 100,
+      startupReps: 4,
+      startupMaxMs: 10_000,
+      gapMs: 5,
+      sparseRounds: 120,
+      subprocessEvery: 6,
+      settleAfterSubprocessMs: 20,
+      sparseMaxMs: 10_000,
+      burstRounds: 10,
+      burstBlockMs: 50,
+      burstMaxMs: 5_000,
+      inflight: 16,
+      inflightRounds: 4,
+      inflightBlockMs: 150,
+      inflightMaxMs: 6_000,
+      blockMaxCalls: 20_000,
+      memlimitCalls: 2_000,
+      memlimitMaxMs: 10_000,
+      rssFunctions: 100,
+      rssIdleMs: 1_000,
+      rssMaxMs: 10_000,
+      watchdogMs: 58_000,
+    }
+  : {
+      warmupCalls: 300,
+      startupReps: 15,
+      startupMaxMs: 90_000,
+      gapMs: 5,
+      sparseRounds: 600,
+      subprocessEvery: 6,
+      settleAfterSubprocessMs: 20,
+      sparseMaxMs: 90_000,
+      burstRounds: 40,
+      burstBlockMs: 150,
+      burstMaxMs: 60_000,
+      inflight: 16,
+      inflightRounds: 12,
+      inflightBlockMs: 400,
+      inflightMaxMs: 60_000,
+      blockMaxCalls: 50_000,
+      memlimitCalls: FULL_MEMLIMIT_CALLS,
+      memlimitMaxMs: 150_000,
+      rssFunctions: 100,
+      rssIdleMs: 3_000,
+      rssMaxMs: 60_000,
+      watchdogMs: 9 * 60_000,
+    };
+
+/** Targets from the issue. */
+const TARGETS = {
+  stdio_sparse_p50_ratio: { op: '<=', value: 1.2, shown: '1.2' },
+  stdio_sparse_p99_ratio: { op: '<=', value: 1.5, shown: '1.5' },
+  stdio_burst_p50_ratio: { op: '<=', value: 2.0, shown: '2.0' },
+  stdio_16_inflight_throughput_ratio: { op: '>=', value: 0.3, shown: '0.3' },
+  http_sparse_p50_ratio: { op: '<=', value: 1.3, shown: '1.3' },
+  subprocess_p50_over_callable_p50: { op: '>=', value: 50, shown: '50' },
+  startup_ratio: { op: '<=', value: 1.1, shown: '1.1' },
+  warm_function_rss_mib: { op: '<=', value: 1.5, shown: '1.5 MiB' },
+  memlimit_spurious_failures: { op: '=', value: 0, shown: '0' },
+} as const;
+type FigureKey = keyof typeof TARGETS;
+
+// ------------------------------------------------------------- bookkeeping ----
+
+const benchStarted = performance.now();
+const watchdog = setTimeout(() => {
+  process.stderr.write(`bench: watchdog: still running after ${CFG.watchdogMs / 1000} s; stopping everything\n`);
+  process.exit(1);
+}, CFG.watchdogMs);
+watchdog.unref();
+
+const progress = (text: string): void => void process.stderr.write(`bench [${((performance.now() - benchStarted) / 1000).toFixed(1)} s] ${text}\n`);
+const notes: string[] = [];
+const problems: string[] = [];
+
+class Series {
+  readonly samples: number[] = [];
+  errors = 0;
+  readonly errorMessages = new Map<string, number>();
+  /** Wall time of the measured stretches, for calls/s. */
+  wallMs = 0;
+
+  add(o: CallOutcome): void {
+    if (o.ok) this.samples.push(o.ms);
+    else {
+      this.errors++;
+      const key = (o.error ?? 'unknown').slice(0, 160);
+      this.errorMessages.set(key, (this.errorMessages.get(key) ?? 0) + 1);
+    }
+  }
+  get calls(): number {
+    return this.samples.length + this.errors;
+  }
+  get perSecond(): number {
+    return this.wallMs > 0 ? (this.calls / this.wallMs) * 1000 : Number.NaN;
+  }
+  p(q: number): number {
+    return quantile(this.samples, q);
+  }
+}
+
+const series = new Map<string, Series>();
+function S(phase: string, key: string): Series {
+  const id = `${phase}/${key}`;
+  let s = series.get(id);
+  if (!s) series.set(id, (s = new Series()));
+  return s;
+}
+
+async function guarded(what: string, fn: () => Promise<void>): Promise<boolean> {
+  try {
+    await fn();
+    return true;
+  } catch (error) {
+    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    problems.push(`${what}: ${text.split('\n').slice(0, 12).join('\n')}`);
+    progress(`FAILED ${what}: ${text.split('\n')[0]}`);
+    return false;
+  }
+}
+
+/** Keeps `n` small and varied so every answer is checked. */
+let callCounter = 0;
+const nextN = (): number => (callCounter = (callCounter + 1) % 10_000);
+
+async function sequential(t: Target, calls: number, s: Series | undefined, tool = 'echo', until = Number.POSITIVE_INFINITY): Promise<void> {
+  for (let k = 0; k < calls && performance.now() < until; k++) {
+    const o = await t.call(nextN(), tool);
+    s?.add(o);
+  }
+}
+
+/**
+ * Up to `calls` calls with `concurrency` in flight, issuing new ones until `until`; the wall time
+ * (until the last answer) is added to the series, for calls/s.
+ */
+async function inflight(t: Target, calls: number, concurrency: number, s: Series, tool = 'echo', until = Number.POSITIVE_INFINITY): Promise<number> {
+  let issued = 0;
+  const started = performance.now();
+  const worker = async (): Promise<void> => {
+    while (issued < calls && performance.now() < until) {
+      issued++;
+      s.add(await t.call(nextN(), tool));
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  s.wallMs += performance.now() - started;
+  return issued;
+}
+
+// ------------------------------------------------------------------- seed ----
+
+const root = trackDir(mkdtempSync(join(tmpdir(), 'callable-bench-')));
+const mainDir = join(root, 'data');
+const rssDir = join(root, 'data-rss');
+const echoModule = join(root, 'echo.mjs');
+writeFileSync(echoModule, `${ECHO_SOURCE}\n`);
+
+async function seed(): Promise<void> {
+  const engine = createEngine({ dataDir: mainDir, secrets: new MemorySecretStore() });
+  try {
+    await engine.saveFunction({ spec: { name: 'echo', description: 'Echoes text and doubles n.', inputSchema: ECHO_INPUT_SCHEMA }, source: ECHO_SOURCE });
+    await engine.saveFunction({
+      spec: { name: 'echo_mem32', description: 'The same, with a 32 MB memory limit.', inputSchema: ECHO_INPUT_SCHEMA, memoryMb: 32 },
+      source: ECHO_SOURCE,
+    });
+  } finally {
+    engine.close();
+  }
+  const rssEngine = createEngine({ dataDir: rssDir, secrets: new MemorySecretStore() });
+  try {
+    for (let k = 0; k < CFG.rssFunctions; k++) {
+      // Distinct sources, so every function has its own compiled script.
+      await rssEngine.saveFunction({
+        spec: { name: fnName(k), description: `Echo number ${k}.`, inputSchema: ECHO_INPUT_SCHEMA },
+        source: `export default ({ text, n }) => ({ echo: text, n: n * 2, k: ${k} })`,
+      });
+    }
+  } finally {
+    rssEngine.close();
+  }
+  await stopEsbuild(); // the compiler service the engine started for the saves
+}
+const fnName = (k: number): string => `fn_${String(k).padStart(3, '0')}`;
+
+// ----------------------------------------------------------------- phases ----
+
+const startup = new Map<string, number[]>();
+const firstCall = new Map<string, number[]>();
+
+async function startupPhase(): Promise<void> {
+  const specs = [productStdio(mainDir), plainStdio(), plainStdio([NO_SNAPSHOT])];
+  const until = performance.now() + CFG.startupMaxMs;
+  for (let rep = 0; rep < CFG.startupReps; rep++) {
+    if (performance.now() > until) {
+      notes.push(`startup: stopped at its time bound after ${rep} repetitions`);
+      break;
+    }
+    for (const spec of rotate(specs, rep)) {
+      const t = await startStdio(spec);
+      if (!t.toolNames.includes('echo')) throw new Error(`${spec.label} does not list echo`);
+      const list = startup.get(spec.key) ?? [];
+      list.push(t.startupMs);
+      startup.set(spec.key, list);
+      // What an agent waits for next: the first tools/call of a fresh server.
+      const first = await t.call(nextN());
+      if (first.ok) firstCall.set(spec.key, [...(firstCall.get(spec.key) ?? []), first.ms]);
+      else problems.push(`startup: first call to ${spec.label} failed: ${first.error}`);
+      await t.close();
+      await sleep(50);
+    }
+  }
+}
+
+let A: Target | undefined; // callable mcp
+let B: Target | undefined; // plain stdio
+let D: Target | undefined; // callable serve
+let E: Target | undefined; // plain HTTP
+const C = subprocessTarget(echoModule);
+const idleRss = new Map<string, number>();
+
+/**
+ * Each target in turn gets two calls 5 ms apart and the second is recorded: it follows exactly a
+ * 5 ms idle gap, on its server and on the whole machine. The first follows the rest of the round
+ * (~30–60 ms idle) and is kept apart ("after a round idle"). The subprocess gets one call.
+ */
+async function sparsePhase(): Promise<void> {
+  const targets = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const until = performance.now() + CFG.sparseMaxMs;
+  for (let r = 0; r < CFG.sparseRounds; r++) {
+    if (performance.now() > until) {
+      notes.push(`sparse: stopped at its time bound after ${r} of ${CFG.sparseRounds} rounds`);
+      break;
+    }
+    const list = r % CFG.subprocessEvery === 0 ? [...targets, C] : targets;
+    for (const t of rotate(list, r)) {
+      await sleep(CFG.gapMs);
+      if (t === C) {
+        S('sparse', t.key).add(await t.call(nextN()));
+        await sleep(CFG.settleAfterSubprocessMs);
+        continue;
+      }
+      S('sparse-long', t.key).add(await t.call(nextN()));
+      await sleep(CFG.gapMs);
+      S('sparse', t.key).add(await t.call(nextN()));
+    }
+  }
+}
+
+/** Rounds of back-to-back calls, each target for the same stretch of time per round. */
+async function burstPhase(): Promise<void> {
+  const targets = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const until = performance.now() + CFG.burstMaxMs;
+  for (let r = 0; r < CFG.burstRounds; r++) {
+    if (performance.now() > until) {
+      notes.push(`burst: stopped at its time bound after ${r} of ${CFG.burstRounds} rounds`);
+      break;
+    }
+    for (const t of rotate(targets, r)) {
+      const s = S('burst', t.key);
+      await t.call(nextN()); // the block's first call follows an idle stretch: not counted
+      const started = performance.now();
+      const blockEnd = Math.min(until, started + CFG.burstBlockMs);
+      for (let k = 0; k < CFG.blockMaxCalls && performance.now() < blockEnd; k++) s.add(await t.call(nextN()));
+      s.wallMs += performance.now() - started;
+    }
+  }
+}
+
+/** Rounds of 16 calls in flight, each target for the same stretch of time per round. */
+async function inflightPhase(): Promise<void> {
+  const targets = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const until = performance.now() + CFG.inflightMaxMs;
+  for (let r = 0; r < CFG.inflightRounds; r++) {
+    if (performance.now() > until) {
+      notes.push(`16 in flight: stopped at its time bound after ${r} of ${CFG.inflightRounds} rounds`);
+      break;
+    }
+    for (const t of rotate(targets, r)) {
+      await inflight(t, CFG.blockMaxCalls, CFG.inflight, S('inflight', t.key), 'echo', Math.min(until, performance.now() + CFG.inflightBlockMs));
+    }
+  }
+}
+
+async function memlimitPhase(): Promise<void> {
+  if (!A) return;
+  const s = S('memlimit', A.key);
+  const issued = await inflight(A, CFG.memlimitCalls, CFG.inflight, s, 'echo_mem32', performance.now() + CFG.memlimitMaxMs);
+  if (issued < CFG.memlimitCalls) notes.push(`memlimit: stopped at its time bound after ${s.calls} of ${CFG.memlimitCalls} calls`);
+}
+
+let rss = { oneKiB: Number.NaN, allKiB: Number.NaN, perFunctionMiB: Number.NaN, errors: 0 };
+
+async function sampleRss(pid: number | null): Promise<number> {
+  const samples: number[] = [];
+  for (let k = 0; k < 5; k++) {
+    samples.push(rssKiB(pid));
+    await sleep(100);
+  }
+  return median(samples);
+}
+
+async function rssPhase(): Promise<void> {
+  const until = performance.now() + CFG.rssMaxMs;
+  const R = await startStdio({ ...productStdio(rssDir), key: 'product-rss', label: 'callable mcp (100 functions)' });
+  const s = new Series();
+  try {
+    if (!R.toolNames.includes(fnName(CFG.rssFunctions - 1))) throw new Error(`the server lists ${R.toolNames.length} functions, not ${CFG.rssFunctions}`);
+    // One warm function, host warmed up with it, then idle.
+    await sequential(R, 50, s, fnName(0), until);
+    await sleep(CFG.rssIdleMs);
+    const oneKiB = await sampleRss(R.pid());
+    for (let k = 1; k < CFG.rssFunctions && performance.now() < until; k++) s.add(await R.call(nextN(), fnName(k)));
+    await sleep(CFG.rssIdleMs);
+    const allKiB = await sampleRss(R.pid());
+    rss = { oneKiB, allKiB, perFunctionMiB: (allKiB - oneKiB) / (CFG.rssFunctions - 1) / 1024, errors: s.errors };
+    if (s.errors > 0) problems.push(`rss: ${s.errors} calls failed: ${[...s.errorMessages.keys()].join(' | ')}`);
+  } finally {
+    await R.close();
+  }
+}
+
+// ------------------------------------------------------------------- main ----
+
+async function main(): Promise<number> {
+  progress(`${quick ? 'quick' : 'full'} run; temp folder ${root}`);
+  if (!(await guarded('seeding the data folders', seed))) return 1;
+  progress('seeded: echo, echo_mem32 (memoryMb 32), and 100 functions for the memory figure');
+
+  progress('startup: spawn → first tools/list answer, product / plain / plain with --no-node-snapshot, rotating');
+  await guarded('startup', startupPhase);
+
+  progress('starting the long-lived targets');
+  await guarded('callable mcp', async () => void (A = await startStdio(productStdio(mainDir))));
+  await guarded('plain stdio server', async () => void (B = await startStdio(plainStdio())));
+  await guarded('callable serve', async () => void (D = await startHttp('product', mainDir)));
+  await guarded('plain HTTP server', async () => void (E = await startHttp('plain', mainDir)));
+  const live = [A, B, D, E].filter((t): t is Target => t !== undefined);
+
+  await guarded('warm-up', async () => {
+    for (const t of live) {
+      await sequential(t, CFG.warmupCalls, S('warmup', t.key));
+      await inflight(t, 64, CFG.inflight, S('warmup', t.key));
+    }
+    if (A) await inflight(A, 64, CFG.inflight, S('warmup', 'mem32'), 'echo_mem32');
+    await C.call(nextN());
+    await sleep(500);
+    for (const t of live) idleRss.set(t.key, rssKiB(t.pid()));
+  });
+
+  progress(`sparse: ${CFG.sparseRounds} rounds of 2 calls ${CFG.gapMs} ms apart per target; the subprocess every ${CFG.subprocessEvery} rounds`);
+  await guarded('sparse', sparsePhase);
+  progress(`burst: ${CFG.burstRounds} rounds of ${CFG.burstBlockMs} ms of back-to-back calls per target`);
+  await guarded('burst', burstPhase);
+  progress(`16 in flight: ${CFG.inflightRounds} rounds of ${CFG.inflightBlockMs} ms per target`);
+  await guarded('16 in flight', inflightPhase);
+  progress(`memlimit: ${CFG.memlimitCalls.toLocaleString('en-US')} calls of echo_mem32 (memoryMb 32), 16 in flight`);
+  await guarded('memlimit', memlimitPhase);
+
+  progress('stopping the long-lived targets');
+  for (const t of live) await t.close();
+
+  progress(`memory: ${CFG.rssFunctions} warm functions in one callable mcp`);
+  await guarded('memory', rssPhase);
+
+  report();
+  return problems.length > 0 ? 1 : 0;
+}
+
+// ----------------------------------------------------------------- report ----
+
+function ratio(a: number, b: number): number {
+  return Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : Number.NaN;
+}
+
+function met(key: FigureKey, value: number): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  const t = TARGETS[key];
+  const ok = t.op === '<=' ? value <= t.value : t.op === '>=' ? value >= t.value : value === t.value;
+  return ok ? 'met' : 'MISSED';
+}
+
+function packageVersion(name: string): string {
+  try {
+    return (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return '?';
+  }
+}
+
+function report(): void {
+  const pA = 'product-stdio';
+  const pB = 'plain-stdio';
+  const pD = 'product-http';
+  const pE = 'plain-http';
+  const get = (phase: string, key: string): Series => series.get(`${phase}/${key}`) ?? new Series();
+  const mem = get('memlimit', pA);
+  const startupProduct = median(startup.get(pA) ?? []);
+  const startupPlain = median(startup.get(pB) ?? []);
+
+  const figures: Record<FigureKey, number> = {
+    stdio_sparse_p50_ratio: ratio(get('sparse', pA).p(0.5), get('sparse', pB).p(0.5)),
+    stdio_sparse_p99_ratio: ratio(get('sparse', pA).p(0.99), get('sparse', pB).p(0.99)),
+    stdio_burst_p50_ratio: ratio(get('burst', pA).p(0.5), get('burst', pB).p(0.5)),
+    stdio_16_inflight_throughput_ratio: ratio(get('inflight', pA).perSecond, get('inflight', pB).perSecond),
+    http_sparse_p50_ratio: ratio(get('sparse', pD).p(0.5), get('sparse', pE).p(0.5)),
+    subprocess_p50_over_callable_p50: ratio(get('sparse', 'subprocess').p(0.5), get('sparse', pA).p(0.5)),
+    startup_ratio: ratio(startupProduct, startupPlain),
+    warm_function_rss_mib: rss.perFunctionMiB,
+    memlimit_spurious_failures: mem.calls > 0 ? mem.errors : Number.NaN,
+  };
+  const basis: Record<FigureKey, string> = {
+    stdio_sparse_p50_ratio: `${fmt(get('sparse', pA).p(0.5), 3)} / ${fmt(get('sparse', pB).p(0.5), 3)} ms`,
+    stdio_sparse_p99_ratio: `${fmt(get('sparse', pA).p(0.99), 3)} / ${fmt(get('sparse', pB).p(0.99), 3)} ms`,
+    stdio_burst_p50_ratio: `${fmt(get('burst', pA).p(0.5), 3)} / ${fmt(get('burst', pB).p(0.5), 3)} ms`,
+    stdio_16_inflight_throughput_ratio: `${fmt(get('inflight', pA).perSecond, 0)} / ${fmt(get('inflight', pB).perSecond, 0)} calls/s`,
+    http_sparse_p50_ratio: `${fmt(get('sparse', pD).p(0.5), 3)} / ${fmt(get('sparse', pE).p(0.5), 3)} ms`,
+    subprocess_p50_over_callable_p50: `${fmt(get('sparse', 'subprocess').p(0.5), 1)} / ${fmt(get('sparse', pA).p(0.5), 3)} ms`,
+    startup_ratio: `${fmt(startupProduct, 1)} / ${fmt(startupPlain, 1)} ms (medians)`,
+    warm_function_rss_mib: `(${fmt(rss.allKiB / 1024, 1)} − ${fmt(rss.oneKiB / 1024, 1)} MiB) / ${CFG.rssFunctions - 1}`,
+    memlimit_spurious_failures: `${mem.errors} of ${mem.calls.toLocaleString('en-US')} calls${quick ? ` (quick: ${CFG.memlimitCalls.toLocaleString('en-US')}, not ${FULL_MEMLIMIT_CALLS.toLocaleString('en-US')})` : ''}`,
+  };
+
+  const out: string[] = [];
+  const cpu = cpus();
+  out.push('');
+  out.push(`Callable Studio MCP benchmark (issue #5): ${quick ? 'QUICK run (fewer iterations)' : 'full run'}, ${((performance.now() - benchStarted) / 1000).toFixed(0)} s`);
+  out.push(
+    `node ${process.version} (${platform()} ${release()} ${arch()}), ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}; ` +
+      `client @modelcontextprotocol/client ${packageVersion('@modelcontextprotocol/client')} (era 2025-11-25, initialize), ` +
+      `server ${packageVersion('@modelcontextprotocol/server')}, node ${packageVersion('@modelcontextprotocol/node')}, isolated-vm ${packageVersion('isolated-vm')}`,
+  );
+  out.push(`function: ${ECHO_SOURCE}`);
+  out.push('');
+
+  out.push('Figures (product over plain, same run)');
+  out.push(
+    table(
+      ['figure', 'value', 'target', '', 'from'],
+      (Object.keys(TARGETS) as FigureKey[]).map((key) => {
+        const t = TARGETS[key];
+        const digits = key === 'memlimit_spurious_failures' ? 0 : key === 'subprocess_p50_over_callable_p50' ? 1 : 2;
+        return [key, fmt(figures[key], digits), `${t.op === '=' ? '=' : t.op === '<=' ? '≤' : '≥'} ${t.shown}`, met(key, figures[key]), basis[key]];
+      }),
+    ),
+  );
+  out.push('');
+
+  const labels: Record<string, string> = {
+    [pA]: 'product  callable mcp (stdio)',
+    [pB]: 'plain    SDK server (stdio)',
+    [pD]: 'product  callable serve (HTTP)',
+    [pE]: 'plain    SDK server (HTTP, stateless)',
+    subprocess: 'ref      fresh node per call',
+  };
+  const plainOf: Record<string, string> = { [pA]: pB, [pD]: pE, subprocess: pB };
+  const phases: Array<[string, string]> = [
+    ['sparse', `sparse (${CFG.gapMs} ms idle before each call)`],
+    ['sparse-long', 'after a round idle (~30-60 ms)'],
+    ['burst', 'burst (back-to-back)'],
+    ['inflight', `${CFG.inflight} in flight`],
+    ['memlimit', `memoryMb 32, ${CFG.inflight} in flight`],
+  ];
+  const rows: string[][] = [];
+  for (const [phase, title] of phases) {
+    for (const key of [pA, pB, pD, pE, 'subprocess']) {
+      const s = series.get(`${phase}/${key}`);
+      if (!s || s.calls === 0) continue;
+      const base = series.get(`${phase}/${plainOf[key] ?? ''}`);
+      const isRef = key === pB || key === pE;
+      rows.push([
+        `${title.padEnd(36)} ${labels[key] ?? key}`,
+        String(s.calls),
+        String(s.errors),
+        fmt(s.p(0.5), 3),
+        fmt(s.p(0.9), 3),
+        fmt(s.p(0.99), 3),
+        fmt(maxOf(s.samples), 2),
+        fmt(mean(s.samples), 3),
+        phase.startsWith('sparse') ? '—' : fmt(s.perSecond, 0),
+        !isRef && base ? `${fmt(ratio(s.p(0.5), base.p(0.5)), 2)}×` : '',
+        !isRef && base ? `${fmt(ratio(s.p(0.99), base.p(0.99)), 2)}×` : '',
+        !isRef && base && !phase.startsWith('sparse') ? `${fmt(ratio(s.perSecond, base.perSecond), 2)}×` : '',
+      ]);
+    }
+  }
+  out.push('Latency per call (ms, as the client sees it: request written → result parsed)');
+  out.push(table(['phase / target', 'calls', 'err', 'p50', 'p90', 'p99', 'max', 'mean', 'calls/s', 'p50 ×plain', 'p99 ×plain', 'calls/s ×plain'], rows));
+  out.push('  (the subprocess row is compared with the plain stdio server; the headline figure divides it by callable mcp)');
+  out.push('');
+
+  const srows: string[][] = [];
+  for (const [key, label] of [
+    [pA, 'product  callable mcp'],
+    [pB, 'plain    SDK server'],
+    ['plain-stdio-flag', 'plain    SDK server + --no-node-snapshot'],
+  ] as const) {
+    const list = startup.get(key) ?? [];
+    if (list.length === 0) continue;
+    srows.push([
+      label,
+      String(list.length),
+      fmt(median(list), 1),
+      fmt(minOf(list), 1),
+      fmt(maxOf(list), 1),
+      key === pB ? '' : `${fmt(ratio(median(list), startupPlain), 2)}×`,
+      fmt(median(firstCall.get(key) ?? []), 2),
+    ]);
+  }
+  out.push('Startup (ms, spawn → first tools/list answer over stdio: initialize + tools/list), then the first tools/call');
+  out.push(table(['target', 'reps', 'median', 'min', 'max', '×plain', 'first call p50'], srows));
+  out.push('');
+
+  out.push('Memory (VmRSS)');
+  out.push(
+    table(
+      ['what', 'MiB'],
+      [
+        ['callable mcp, 1 warm function (after 50 calls, idle)', fmt(rss.oneKiB / 1024, 1)],
+        [`callable mcp, ${CFG.rssFunctions} warm functions (each called once, idle)`, fmt(rss.allKiB / 1024, 1)],
+        ['  per additional warm function', fmt(rss.perFunctionMiB, 2)],
+        ['callable mcp after warm-up (echo + echo_mem32 isolates)', fmt((idleRss.get(pA) ?? Number.NaN) / 1024, 1)],
+        ['plain SDK server (stdio) after warm-up', fmt((idleRss.get(pB) ?? Number.NaN) / 1024, 1)],
+        ['callable serve after warm-up', fmt((idleRss.get(pD) ?? Number.NaN) / 1024, 1)],
+        ['plain SDK server (HTTP) after warm-up', fmt((idleRss.get(pE) ?? Number.NaN) / 1024, 1)],
+      ],
+    ),
+  );
+  out.push('');
+
+  out.push(`memlimit: ${mem.errors} failed of ${mem.calls.toLocaleString('en-US')} calls of a function that uses almost no memory, memoryMb 32, ${CFG.inflight} in flight${quick ? ` — QUICK mode: ${CFG.memlimitCalls.toLocaleString('en-US')} calls, the full run makes ${FULL_MEMLIMIT_CALLS.toLocaleString('en-US')}` : ''}`);
+  for (const [message, count] of mem.errorMessages) out.push(`  ${count} × ${message}`);
+  out.push('');
+
+  const otherErrors = [...series.entries()].filter(([id, s]) => !id.startsWith('memlimit/') && s.errors > 0);
+  if (otherErrors.length > 0) {
+    out.push('Failed calls (not counted in latencies):');
+    for (const [id, s] of otherErrors) for (const [message, count] of s.errorMessages) out.push(`  ${id}: ${count} × ${message}`);
+    out.push('');
+  }
+  out.push('Method: targets are called round-robin and the order rotates every round; burst and 16-in-flight run in equal stretches of time per target, also rotating.');
+  out.push(`Sparse: per target and round, two calls ${CFG.gapMs} ms apart; the second (after exactly ${CFG.gapMs} ms of idle machine) is the sparse figure, the first is the "round idle" row. Burst drops each stretch's first call.`);
+  out.push("HTTP: callable serve gives 2025-era clients a session; the plain server is the SDK's stateless legacy fallback (a fresh server per request).");
+  for (const note of notes) out.push(`note: ${note}`);
+  for (const p of problems) out.push(`PROBLEM: ${p}`);
+  process.stdout.write(`${out.join('\n')}\n`);
+
+  if (jsonPath) {
+    const json = Object.fromEntries((Object.keys(TARGETS) as FigureKey[]).map((key) => [key, round(figures[key])]));
+    writeFileSync(jsonPath, `${JSON.stringify(json, null, 2)}\n`);
+    process.stdout.write(`wrote ${jsonPath}\n`);
+  }
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (error) {
+  process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+} finally {
+  for (const t of [A, B, D, E]) await t?.close().catch(() => {});
+  killEverything();
+}
+process.exit(code);

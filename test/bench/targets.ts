@@ -1,0 +1,311 @@
+// Benchmark targets (issue #5): MCP servers over stdio and Streamable HTTP behind real v2 clients,
+// and the fresh-subprocess-per-call reference. Every process started here is tracked, so the
+// bench always leaves none behind (including when it is interrupted), and so are temp folders.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { echoArgs, echoProblem } from './fixture.ts';
+
+export const REPO = join(import.meta.dirname, '../..');
+export const CALLABLE_BIN = join(REPO, 'bin/callable.js');
+export const PLAIN_SERVER = join(import.meta.dirname, 'plainServer.ts');
+export const SUBPROCESS_CALL = join(import.meta.dirname, 'subprocessCall.mjs');
+export const CLIENT_INFO = { name: 'callable-bench', version: '1.0.0' };
+/** isolated-vm needs it; the product's bin/callable.js shebang passes it too. */
+export const NO_SNAPSHOT = '--no-node-snapshot';
+
+// ---------------------------------------------------------------- cleanup ----
+
+const children = new Set<ChildProcess>();
+const transports = new Set<StdioClientTransport>();
+const dirs = new Set<string>();
+
+export function trackDir(dir: string): string {
+  dirs.add(dir);
+  return dir;
+}
+
+function alive(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Synchronous last resort (process 'exit', signals, watchdog): kill what is left, remove temp folders. */
+export function killEverything(): void {
+  for (const child of children) if (alive(child)) child.kill('SIGKILL');
+  for (const t of transports) {
+    const pid = t.pid; // null once the transport closed its process
+    if (pid !== null) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  dirs.clear();
+}
+
+process.on('exit', killEverything);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`\nbench: ${signal}: stopping children and removing temp folders\n`);
+    process.exit(130);
+  });
+}
+
+/** Stops a child process: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 3000): Promise<void> {
+  if (!alive(child)) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => {
+    if (alive(child)) child.kill('SIGKILL');
+  }, graceMs);
+  await exited;
+  clearTimeout(timer);
+  children.delete(child);
+}
+
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** Resident memory of a process in KiB (Linux /proc), or NaN when it cannot be read. */
+export function rssKiB(pid: number | null): number {
+  if (pid === null) return Number.NaN;
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+// ---------------------------------------------------------------- targets ----
+
+export interface CallOutcome {
+  ms: number;
+  ok: boolean;
+  error?: string;
+}
+
+export interface Target {
+  key: string;
+  label: string;
+  pid(): number | null;
+  /** One call of `tool` with echoArgs(i), checked; never throws. */
+  call(i: number, tool?: string): Promise<CallOutcome>;
+  close(): Promise<void>;
+}
+
+export const CALL_TIMEOUT_MS = 30_000;
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Checks a tools/call result: no isError, one text item holding the JSON of the right answer. */
+function resultProblem(result: unknown, i: number): string | undefined {
+  const r = result as { isError?: boolean; content?: Array<{ type?: string; text?: string }> };
+  const text = r.content?.[0]?.type === 'text' ? r.content[0].text : undefined;
+  if (r.isError) return `isError: ${String(text).slice(0, 300)}`;
+  if (text === undefined) return 'no text content';
+  try {
+    return echoProblem(JSON.parse(text), i);
+  } catch {
+    return `not JSON: ${text.slice(0, 200)}`;
+  }
+}
+
+async function timedCall(client: Client, tool: string, i: number): Promise<CallOutcome> {
+  const started = performance.now();
+  try {
+    const result = await client.callTool({ name: tool, arguments: echoArgs(i) }, { timeout: CALL_TIMEOUT_MS });
+    const ms = performance.now() - started;
+    const problem = resultProblem(result, i);
+    return problem === undefined ? { ms, ok: true } : { ms, ok: false, error: problem };
+  } catch (error) {
+    return { ms: performance.now() - started, ok: false, error: message(error) };
+  }
+}
+
+function newClient(): Client {
+  // Default version negotiation: the 2025-11-25 initialize handshake, one spawn per stdio client.
+  return new Client(CLIENT_INFO);
+}
+
+export interface StdioSpec {
+  key: string;
+  label: string;
+  command: string;
+  args: string[];
+}
+
+export function productStdio(dataDir: string): StdioSpec {
+  return { key: 'product-stdio', label: 'callable mcp (stdio)', command: process.execPath, args: [NO_SNAPSHOT, CALLABLE_BIN, 'mcp', '--data-dir', dataDir] };
+}
+
+export function plainStdio(extraNodeFlags: string[] = []): StdioSpec {
+  return {
+    key: extraNodeFlags.length ? 'plain-stdio-flag' : 'plain-stdio',
+    label: extraNodeFlags.length ? `plain SDK server (stdio, ${extraNodeFlags.join(' ')})` : 'plain SDK server (stdio)',
+    command: process.execPath,
+    args: [...extraNodeFlags, PLAIN_SERVER, 'stdio'],
+  };
+}
+
+/**
+ * Spawns a stdio server behind a v2 client and waits for its first tools/list answer.
+ * `startupMs` runs from just before the spawn to that answer.
+ */
+export async function startStdio(spec: StdioSpec, timeoutMs = 20_000): Promise<Target & { startupMs: number; toolNames: string[] }> {
+  let stderrTail = '';
+  const transport = new StdioClientTransport({ command: spec.command, args: spec.args, stderr: 'pipe', cwd: REPO });
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderrTail = (stderrTail + chunk.toString()).slice(-4000);
+  });
+  transports.add(transport);
+  const client = newClient();
+  const started = performance.now();
+  let toolNames: string[];
+  try {
+    await withTimeout(client.connect(transport), timeoutMs, `${spec.label}: initialize`);
+    const listed = await withTimeout(client.listTools(), timeoutMs, `${spec.label}: tools/list`);
+    toolNames = listed.tools.map((t) => t.name);
+  } catch (error) {
+    await client.close().catch(() => {});
+    transports.delete(transport);
+    throw new Error(`${message(error)}\n--- stderr of ${spec.label} ---\n${stderrTail}`);
+  }
+  const startupMs = performance.now() - started;
+  return {
+    key: spec.key,
+    label: spec.label,
+    startupMs,
+    toolNames,
+    pid: () => transport.pid,
+    call: (i, tool = 'echo') => timedCall(client, tool, i),
+    async close() {
+      await client.close().catch(() => {});
+      transports.delete(transport);
+    },
+  };
+}
+
+/** Spawns an HTTP server and waits for the URL it prints on stderr. */
+async function spawnHttpServer(label: string, command: string, args: string[], pattern: RegExp, timeoutMs = 20_000): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(command, args, { stdio: ['pipe', 'ignore', 'pipe'], env: getDefaultEnvironment(), cwd: REPO });
+  children.add(child);
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${label} printed no URL within ${timeoutMs} ms:\n${stderr}`)), timeoutMs);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-8000);
+      const m = pattern.exec(stderr);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${label} exited (${code ?? signal}) before printing its URL:\n${stderr}`));
+    });
+  }).catch(async (error: unknown) => {
+    await stopChild(child, 500);
+    throw error;
+  });
+  const host = new URL(url).hostname;
+  if (host !== '127.0.0.1') {
+    await stopChild(child, 500);
+    throw new Error(`${label} listens on ${host}, not 127.0.0.1`);
+  }
+  return { child, url };
+}
+
+export async function startHttp(kind: 'product' | 'plain', dataDir: string, timeoutMs = 20_000): Promise<Target & { url: string }> {
+  const spec =
+    kind === 'product'
+      ? {
+          key: 'product-http',
+          label: 'callable serve (HTTP)',
+          args: [NO_SNAPSHOT, CALLABLE_BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--no-auth', '--data-dir', dataDir],
+          pattern: /MCP on (http:\/\/\S+\/mcp)/,
+        }
+      : { key: 'plain-http', label: 'plain SDK server (HTTP)', args: [PLAIN_SERVER, 'http'], pattern: /PLAIN on (http:\/\/\S+\/mcp)/ };
+  const { child, url } = await spawnHttpServer(spec.label, process.execPath, spec.args, spec.pattern, timeoutMs);
+  const client = newClient();
+  try {
+    await withTimeout(client.connect(new StreamableHTTPClientTransport(new URL(url))), timeoutMs, `${spec.label}: initialize`);
+    const listed = await withTimeout(client.listTools(), timeoutMs, `${spec.label}: tools/list`);
+    if (!listed.tools.some((t) => t.name === 'echo')) throw new Error(`${spec.label}: no echo tool`);
+  } catch (error) {
+    await client.close().catch(() => {});
+    await stopChild(child, 500);
+    throw error;
+  }
+  return {
+    key: spec.key,
+    label: spec.label,
+    url,
+    pid: () => child.pid ?? null,
+    call: (i, tool = 'echo') => timedCall(client, tool, i),
+    async close() {
+      await withTimeout(client.close(), 5000, `${spec.label}: close`).catch(() => {});
+      await stopChild(child);
+    },
+  };
+}
+
+/** The reference: a new `node` process per call that imports the function and prints its JSON result. */
+export function subprocessTarget(modulePath: string, timeoutMs = 10_000): Target {
+  return {
+    key: 'subprocess',
+    label: 'fresh node process per call',
+    pid: () => null,
+    call(i) {
+      const started = performance.now();
+      return new Promise<CallOutcome>((resolve) => {
+        const child = spawn(process.execPath, [SUBPROCESS_CALL, modulePath, JSON.stringify(echoArgs(i))], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: getDefaultEnvironment(),
+        });
+        children.add(child);
+        let out = '';
+        let err = '';
+        child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+        child.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-2000)));
+        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        child.once('error', (e) => {
+          clearTimeout(timer);
+          children.delete(child);
+          resolve({ ms: performance.now() - started, ok: false, error: e.message });
+        });
+        child.once('close', (code) => {
+          clearTimeout(timer);
+          children.delete(child);
+          const ms = performance.now() - started;
+          if (code !== 0) return resolve({ ms, ok: false, error: `exit ${code}: ${err}` });
+          let problem: string | undefined;
+          try {
+            problem = echoProblem(JSON.parse(out), i);
+          } catch {
+            problem = `not JSON: ${out.slice(0, 200)}`;
+          }
+          resolve(problem === undefined ? { ms, ok: true } : { ms, ok: false, error: problem });
+        });
+      });
+    },
+    async close() {},
+  };
+}
