@@ -91,9 +91,34 @@ describe('running a function in the sandbox', () => {
       { name: 'counter' },
       `let n = 0; export default () => { globalThis.seen = (globalThis.seen ?? 0) + 1; n++; Array.prototype.polluted = true; return { n, seen: globalThis.seen }; }`,
     );
-    await engine.run('counter', {}, { caller: 'test' });
-    const second = await engine.run('counter', {}, { caller: 'test' });
-    expect(second).toMatchObject({ ok: true, value: { n: 1, seen: 1 } });
+    // Enough calls to use contexts prepared ahead of time too.
+    for (let i = 0; i < 4; i++) {
+      expect(await engine.run('counter', {}, { caller: 'test' })).toMatchObject({ ok: true, value: { n: 1, seen: 1 } });
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  });
+
+  it('behaves the same whether the module is evaluated at call time or ahead of it', async () => {
+    await defineFunction(engine, { name: 'top_level' }, `console.log('module loaded'); const id = crypto.randomUUID(); export default () => id.length;`);
+    for (let i = 0; i < 4; i++) {
+      const result = await engine.run('top_level', {}, { caller: 'test' });
+      expect(result).toMatchObject({ ok: true, value: 36 });
+      expect(result.logs.map((l) => l.message)).toEqual(['module loaded']);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await defineFunction(engine, { name: 'top_level_timer' }, `let fired = false; setTimeout(() => { fired = true; }, 1); export default async () => { await new Promise((r) => setTimeout(r, 20)); return fired; };`);
+    for (let i = 0; i < 4; i++) {
+      expect(await engine.run('top_level_timer', {}, { caller: 'test' })).toMatchObject({ ok: true, value: true });
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  });
+
+  it('runs the newly saved version even when a context was prepared for the old one', async () => {
+    await defineFunction(engine, { name: 'versioned' }, 'export default () => "v1"');
+    for (let i = 0; i < 3; i++) await engine.run('versioned', {}, { caller: 'test' });
+    await new Promise((r) => setTimeout(r, 20));
+    await defineFunction(engine, { name: 'versioned' }, 'export default () => "v2"');
+    expect(await engine.run('versioned', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'v2' });
   });
 
   it('returns MCP content for images', async () => {

@@ -98,6 +98,7 @@ export class ToolServer {
       const envelopeInfo = (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope?.[CLIENT_INFO_META_KEY] as { name?: string; version?: string } | undefined;
       const client = envelopeInfo ?? server.getClientVersion();
       const progressToken = ctx.mcpReq._meta?.progressToken;
+      const sent: Array<Promise<unknown>> = [];
       const runOptions = {
         caller: 'mcp' as const,
         client: client ? { name: client.name, version: client.version } : undefined,
@@ -106,18 +107,24 @@ export class ToolServer {
         signal: ctx.mcpReq.signal,
         requireEnabled: true,
         onLog: (entry: { level: LogLevel; message: string }) => {
-          ctx.mcpReq.log(MCP_LEVEL[entry.level], entry.message, 'function').catch(() => {});
+          sent.push(ctx.mcpReq.log(MCP_LEVEL[entry.level], entry.message, 'function').catch(() => {}));
         },
         onProgress:
           progressToken === undefined
             ? undefined
             : (update: { progress: number; total?: number; message?: string }) => {
-                ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...update } }).catch(() => {});
+                sent.push(ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...update } }).catch(() => {}));
               },
       };
 
+      // A call's notifications go out before its result.
+      const settled = async (result: Promise<CallToolResult>): Promise<CallToolResult> => {
+        const value = await result;
+        await Promise.all(sent);
+        return value;
+      };
       const target = this.#lookup(name, profile);
-      if (target) return this.#call(server, target, args, runOptions);
+      if (target) return settled(this.#call(server, target, args, runOptions));
       if (metaTools && name === FIND_TOOL) return this.#find(this.#functions(), args);
       if (metaTools && name === CALL_TOOL) {
         const inner = typeof args.name === 'string' ? this.#lookup(args.name, profile) : undefined;
@@ -125,7 +132,7 @@ export class ToolServer {
           return errorResult(`No function named ${JSON.stringify(args.name)} in this server. Call ${FIND_TOOL} to see the functions there are.`);
         }
         const innerArgs = args.arguments === undefined ? {} : args.arguments;
-        return this.#call(server, inner, innerArgs, runOptions, true);
+        return settled(this.#call(server, inner, innerArgs, runOptions, true));
       }
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
     });

@@ -1,10 +1,10 @@
 import ivm from 'isolated-vm';
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ContentItem, type EffectiveLimits, type ErrorCode, type ErrorInfo, type LogEntry, type LogLevel } from '../model/index.ts';
 import type { CompiledFunction } from '../functions/compile.ts';
 import type { IncomingResponse, OutgoingRequest } from '../net/guardedFetch.ts';
 import { callablePrelude } from './prelude.js';
+import { pureHostOp, refusal } from './hostOps.ts';
 import { IsolatePool, type HostAnswer, type IsolateSlot, type PreparedContext } from './pool.ts';
 
 export interface ProgressUpdate {
@@ -40,7 +40,6 @@ export type SandboxOutcome = ({ ok: true; value: unknown; content?: ContentItem[
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
 const LOG_LEVELS = new Set<LogLevel>(['debug', 'info', 'warn', 'error']);
-const URL_PARTS = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash']);
 const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
 const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
 
@@ -134,17 +133,22 @@ class Run {
       this.#slot = slot;
       const work = (async (): Promise<{ json: string }> => {
         const script = await slot.script(job.compiled);
-        prepared = await slot.takeContext();
+        prepared = await slot.takeContext(job.compiled);
         prepared.binding.sync = this.#hostSync;
         prepared.binding.start = this.#hostStart;
         this.#settleRef = prepared.settle;
+        for (const [level, message] of prepared.earlyLogs) this.#log(level, message);
         // The function's own code (module body, then the handler) always runs off the main thread,
         // each entry bounded by the time left.
-        try {
-          exportsRef = (await script.run(prepared.context, { reference: true, timeout: this.#remaining() })) as ivm.Reference;
-        } catch (error) {
-          if (this.#isLoadError(slot)) throw new StudioError('function_error', `the function's module threw while loading: ${guestMessage(error)}`);
-          throw error;
+        if (prepared.exports) {
+          exportsRef = prepared.exports;
+        } else {
+          try {
+            exportsRef = (await script.run(prepared.context, { reference: true, timeout: this.#remaining() })) as ivm.Reference;
+          } catch (error) {
+            if (this.#isLoadError(slot)) throw new StudioError('function_error', `the function's module threw while loading: ${guestMessage(error)}`);
+            throw error;
+          }
         }
         const json = (await prepared.invoke.apply(undefined, [exportsRef.derefInto(), job.argsJson, job.functionName, job.runId, Date.now() + this.#remaining()], {
           result: { promise: true, copy: true },
@@ -166,7 +170,7 @@ class Run {
       // Every Reference into the context is released: a held one keeps the context alive, and
       // leaked contexts make the isolate's GC pauses grow.
       try {
-        exportsRef?.release();
+        if (exportsRef !== prepared?.exports) exportsRef?.release();
       } catch {
         /* the isolate is gone */
       }
@@ -185,7 +189,7 @@ class Run {
     }
     if (slot) {
       this.#pool.release(slot);
-      slot.prepareSpare();
+      slot.prepareSpare(job.compiled, job.limits.timeoutMs);
     }
     const durationMs = Math.round((performance.now() - this.#started) * 100) / 100;
     const base = { logs: this.#logs, durationMs, ...(heapBytes === undefined ? {} : { heapBytes }) };
@@ -259,15 +263,8 @@ class Run {
           return this.#log(a, b);
         case 'progress':
           return this.#progress(a, b, c);
-        case 'random': {
-          const n = typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= 65536 ? a : -1;
-          if (n < 0) return refusal('random: bad length');
-          return { ok: true, value: new Uint8Array(randomBytes(n)) };
-        }
-        case 'url':
-          return parseUrl(a, b, c, d);
         default:
-          return refusal('unknown host operation');
+          return pureHostOp(op, a, b, c, d);
       }
     } catch (error) {
       return refusal(error instanceof StudioError ? error.message : 'host operation failed');
@@ -353,33 +350,10 @@ class Run {
   }
 }
 
-function refusal(message: string, code = 'bad_input'): HostAnswer {
-  return { ok: false, error: { code, message } };
-}
 
 function guestMessage(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
-}
-
-function parseUrl(href: unknown, base: unknown, part: unknown, value: unknown): HostAnswer {
-  if (typeof href !== 'string' || (base !== undefined && typeof base !== 'string')) return refusal('URL: expected strings');
-  let url: URL;
-  try {
-    url = base === undefined ? new URL(href) : new URL(href, base);
-  } catch {
-    return { ok: false, error: { code: 'bad_input', message: `Invalid URL: ${href.slice(0, 200)}` } };
-  }
-  if (part !== undefined) {
-    if (typeof part !== 'string' || !URL_PARTS.has(part) || typeof value !== 'string') return refusal('URL: bad property');
-    try {
-      (url as unknown as Record<string, string>)[part] = value;
-    } catch {
-      return { ok: false, error: { code: 'bad_input', message: `Invalid URL: ${value.slice(0, 200)}` } };
-    }
-  }
-  const { href: h, origin, protocol, username, password, host, hostname, port, pathname, search, hash } = url;
-  return { ok: true, value: { href: h, origin, protocol, username, password, host, hostname, port, pathname, search, hash } };
 }
 
 function readRequest(payload: unknown): OutgoingRequest | string {

@@ -1,5 +1,6 @@
 import ivm from 'isolated-vm';
 import type { CompiledFunction } from '../functions/compile.ts';
+import { pureHostOp } from './hostOps.ts';
 
 export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
 
@@ -15,6 +16,10 @@ export interface PreparedContext {
   settle: ivm.Reference;
   invoke: ivm.Reference<(...a: unknown[]) => unknown>;
   binding: HostBinding;
+  /** Set when the function's module was already evaluated in this context (a spare). */
+  exports?: ivm.Reference | undefined;
+  /** Logs the module wrote while it was evaluated ahead of the call: [level, message]. */
+  earlyLogs: Array<[string, string]>;
   /** Releases the context and every Reference into it (a held Reference keeps a context alive). */
   release(): void;
 }
@@ -30,9 +35,12 @@ export interface IsolateSlot {
   disposedByHost: boolean;
   script(compiled: CompiledFunction): Promise<ivm.Script>;
   /** The spare context prepared in the background if there is one, else a new one. */
-  takeContext(): Promise<PreparedContext>;
-  /** After a call: prepare the next call's context off its critical path (functions called again only). */
-  prepareSpare(): void;
+  takeContext(compiled: CompiledFunction): Promise<PreparedContext>;
+  /**
+   * After a call: prepare the next call's context off its critical path (functions called again
+   * only), with the module already evaluated when that is safe (see `prepareSpare` below).
+   */
+  prepareSpare(compiled: CompiledFunction, timeoutMs: number): void;
 }
 
 /**
@@ -47,6 +55,9 @@ const IDLE_MS = 10 * 60 * 1000;
 const MAX_SPARES = 16;
 /** The prelude is our code and quick; this only guards against a broken isolate. */
 const PRELUDE_TIMEOUT_MS = 2000;
+/** A module evaluated ahead of its call gets at most this long (a slow top level is left to the call). */
+const EARLY_MODULE_TIMEOUT_MS = 250;
+const MAX_EARLY_LOGS = 100;
 
 const refuse: HostBinding = {
   sync: () => ({ ok: false, error: { message: 'no run owns this context' } }),
@@ -122,6 +133,9 @@ export class IsolatePool {
     const spares = this.#spares;
     let spare: Promise<PreparedContext> | undefined;
     let calls = 0;
+    let spareHash: string | undefined;
+    /** Module versions whose top level did something that needs a run (fetch, timers) or failed: evaluated at call time only. */
+    const lateOnly = new Set<string>();
 
     const dropSpare = (): void => {
       const old = spare;
@@ -150,16 +164,18 @@ export class IsolatePool {
         const settle = (sync ? pair.getSync(0, { reference: true }) : await pair.get(0, { reference: true })) as ivm.Reference;
         const invoke = (sync ? pair.getSync(1, { reference: true }) : await pair.get(1, { reference: true })) as ivm.Reference<(...a: unknown[]) => unknown>;
         for (const r of refs) r.release();
-        return {
+        const prepared: PreparedContext = {
           context,
           settle,
           invoke,
           binding,
+          earlyLogs: [],
           release() {
             binding.sync = refuse.sync;
             binding.start = refuse.start;
             // Throws only when the isolate is already gone, which released everything anyway.
             try {
+              prepared.exports?.release();
               settle.release();
               invoke.release();
               context.release();
@@ -168,10 +184,48 @@ export class IsolatePool {
             }
           },
         };
+        return prepared;
       } catch (error) {
         for (const r of refs) r.release();
         context.release();
         throw error;
+      }
+    };
+
+    /**
+     * Evaluates the module in a spare ahead of its call, so the call is a single entry into the
+     * isolate. Only while the top level needs no run: its logs are kept for the call, random bytes
+     * and URLs work, and anything else (fetch, timers) or a failure sends this module version back
+     * to evaluation at call time, where it behaves (and fails) exactly as it always does.
+     */
+    const evaluateEarly = async (prepared: PreparedContext, compiled: CompiledFunction, timeoutMs: number): Promise<void> => {
+      let needsRun = false;
+      prepared.binding.sync = (op, a, b, c, d) => {
+        if (op === 'log' && typeof a === 'string' && typeof b === 'string') {
+          if (prepared.earlyLogs.length >= MAX_EARLY_LOGS) needsRun = true;
+          else prepared.earlyLogs.push([a, b]);
+          return { ok: true };
+        }
+        if (op === 'random' || op === 'url') return pureHostOp(op, a, b, c, d);
+        needsRun = true;
+        return { ok: false, error: { message: 'not available before the call' } };
+      };
+      prepared.binding.start = () => {
+        needsRun = true;
+        return { ok: false, error: { message: 'not available before the call' } };
+      };
+      try {
+        const script = await scripts.get(compiled.hash);
+        if (!script) throw new Error('module not compiled');
+        prepared.exports = (await script.run(prepared.context, { reference: true, timeout: Math.min(timeoutMs, EARLY_MODULE_TIMEOUT_MS) })) as ivm.Reference;
+      } catch {
+        needsRun = true;
+      }
+      prepared.binding.sync = refuse.sync;
+      prepared.binding.start = refuse.start;
+      if (needsRun) {
+        lateOnly.add(compiled.hash);
+        throw new Error('evaluate at call time');
       }
     };
 
@@ -196,21 +250,36 @@ export class IsolatePool {
         }
         return script;
       },
-      takeContext() {
+      async takeContext(compiled) {
         calls++;
         const ready = spare;
         spare = undefined;
         spares.delete(dropSpare);
-        if (ready) return ready.catch(() => prepare(this.inflight <= 1));
+        const taken = ready ? await ready.catch(() => undefined) : undefined;
+        // A spare that evaluated another version of the module is not fresh for this one.
+        if (taken && (taken.exports === undefined || spareHash === compiled.hash)) return taken;
+        taken?.release();
         return prepare(this.inflight <= 1);
       },
-      prepareSpare() {
+      prepareSpare(compiled, timeoutMs) {
         // Only for functions called more than once: an idle function called once keeps no spare.
         if (calls < 2 || spare !== undefined || isolate.isDisposed) return;
         // After the answer has gone out, not on its path.
         setImmediate(() => {
           if (spare !== undefined || isolate.isDisposed) return;
-          spare = prepare(false);
+          spareHash = compiled.hash;
+          const early = !lateOnly.has(compiled.hash);
+          spare = prepare(false).then(async (prepared) => {
+            if (!early) return prepared;
+            try {
+              await evaluateEarly(prepared, compiled, timeoutMs);
+              return prepared;
+            } catch {
+              // Not evaluable ahead of time: start over with a context that never saw the module.
+              prepared.release();
+              return prepare(false);
+            }
+          });
           spare.catch(() => {
             spare = undefined;
           });
