@@ -16,6 +16,7 @@ import {
   type CredentialSpec,
   type ErrorInfo,
   type FunctionRecord,
+  type McpStatus,
   type ProfileSpec,
   type RevisionRecord,
   type RunRecord,
@@ -55,15 +56,7 @@ export interface CredentialView extends CredentialInfo {
   usedBy: string[];
 }
 
-export interface McpStatus {
-  running: boolean;
-  url?: string;
-  host: string;
-  port: number;
-  auth: boolean;
-  /** Why the server is not running, when it failed to start. */
-  error?: string;
-}
+export type { McpStatus };
 
 export interface ClientConfigs {
   /** Absolute path of the `callable` command of this install. */

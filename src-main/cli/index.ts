@@ -171,27 +171,18 @@ const runCommand: Command = {
   },
 };
 
-const enable: Command = {
-  usage: 'enable NAME',
-  summary: 'Enables a function (it is served as an MCP tool again).',
-  async run(ctx) {
-    const { positionals } = parse(ctx.args, {}, 1);
-    await ctx.engine().functions.setEnabled(positionals[0]!, true);
-    ctx.out(`enabled ${positionals[0]}`);
-    return EXIT_OK;
-  },
-};
-
-const disable: Command = {
-  usage: 'disable NAME',
-  summary: 'Disables a function (no longer served as an MCP tool; kept with its history).',
-  async run(ctx) {
-    const { positionals } = parse(ctx.args, {}, 1);
-    await ctx.engine().functions.setEnabled(positionals[0]!, false);
-    ctx.out(`disabled ${positionals[0]}`);
-    return EXIT_OK;
-  },
-};
+function toggle(enabled: boolean): Command {
+  return {
+    usage: `${enabled ? 'enable' : 'disable'} NAME`,
+    summary: enabled ? 'Enables a function (it is served as an MCP tool again).' : 'Disables a function (no longer served as an MCP tool; kept with its history).',
+    async run(ctx) {
+      const { positionals } = parse(ctx.args, {}, 1);
+      await ctx.engine().functions.setEnabled(positionals[0]!, enabled);
+      ctx.out(`${enabled ? 'enabled' : 'disabled'} ${positionals[0]}`);
+      return EXIT_OK;
+    },
+  };
+}
 
 const remove: Command = {
   usage: 'rm NAME',
@@ -279,8 +270,8 @@ const COMMANDS: Record<string, Command> = {
   import: importCommand,
   export: exportCommand,
   run: runCommand,
-  enable,
-  disable,
+  enable: toggle(true),
+  disable: toggle(false),
   rm: remove,
   runs,
   credentials,

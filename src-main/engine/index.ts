@@ -236,6 +236,23 @@ export class Engine {
     return result;
   }
 
+  /**
+   * Loads the sandbox and readies the isolates of up to `limit` functions in the background, so
+   * the first calls after a client lists its tools do not pay for it. Errors are left to the call.
+   */
+  prewarm(names: string[], limit = 8): void {
+    setImmediate(() => {
+      void this.#loadSandbox()
+        .then(async ({ executor }) => {
+          for (const name of names.slice(0, limit)) {
+            const { record, compiled } = this.functions.load(name);
+            await executor.warm(name, effectiveLimits(record).memoryMb, compiled);
+          }
+        })
+        .catch(() => {});
+    });
+  }
+
   /** isolated-vm and the network stack, loaded by the first run (a server that only lists tools starts faster). */
   #loadSandbox() {
     this.#sandbox ??= Promise.all([import('./sandbox/executor.ts'), import('./net/guardedFetch.ts')]).then(([sandbox, net]) => ({

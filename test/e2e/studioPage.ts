@@ -47,6 +47,12 @@ export class StudioPage {
     await editor.locator('.view-lines').click();
     await this.page.keyboard.press('ControlOrMeta+A');
     await this.page.keyboard.press('ControlOrMeta+V');
+    // Monaco pastes asynchronously (it reads the clipboard): wait until the code is in the editor.
+    const whole = code.replace(/\s/g, '');
+    await this.page.waitForFunction(
+      (expected) => (document.querySelector('[data-testid=code-editor] .view-lines')?.textContent ?? '').replace(/\s/g, '') === expected,
+      whole,
+    );
   }
 
   async save(): Promise<void> {

@@ -1,14 +1,8 @@
 import type { Engine } from '../index.ts';
+import type { McpStatus } from '../model/index.ts';
 import type { RunningHttpServer } from './http.ts';
 
-export interface HttpHostStatus {
-  running: boolean;
-  url?: string;
-  host: string;
-  port: number;
-  auth: boolean;
-  error?: string;
-}
+export type HttpHostStatus = McpStatus;
 
 /**
  * The Streamable HTTP MCP server as the desktop app hosts it: started and stopped on demand,

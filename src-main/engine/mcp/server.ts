@@ -25,6 +25,7 @@ export class ToolServer {
   readonly #engine: Engine;
   readonly #options: ToolServerOptions;
   readonly #live = new Set<Server>();
+  #warmed = false;
 
   constructor(engine: Engine, options: ToolServerOptions) {
     this.#engine = engine;
@@ -89,7 +90,15 @@ export class ToolServer {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions: 'Tools are functions written in Callable Studio; each runs in a sandbox with its own network allow-list.',
     });
-    server.setRequestHandler('tools/list', () => ({ tools: this.#listTools() }));
+    server.setRequestHandler('tools/list', () => {
+      const tools = this.#listTools();
+      // A client that lists tools is about to call them: ready the sandbox meanwhile (once).
+      if (!this.#warmed) {
+        this.#warmed = true;
+        this.#engine.prewarm(this.#functions().map((f) => f.name));
+      }
+      return { tools };
+    });
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const name = request.params.name;
       const args = request.params.arguments ?? {};

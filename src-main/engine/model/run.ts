@@ -78,3 +78,14 @@ export interface RunRecord {
   errorMessage?: string;
   bytesOut: number;
 }
+
+/** The Streamable HTTP MCP server as the desktop app hosts it. */
+export interface McpStatus {
+  running: boolean;
+  url?: string;
+  host: string;
+  port: number;
+  auth: boolean;
+  /** Why the server is not running, when it failed to start. */
+  error?: string;
+}

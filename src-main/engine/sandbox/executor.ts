@@ -62,6 +62,16 @@ export class SandboxExecutor {
     return run.execute();
   }
 
+  /** Creates the isolate of a function and compiles its module ahead of its first call. */
+  async warm(functionName: string, memoryMb: number, compiled: CompiledFunction): Promise<void> {
+    const slot = this.#pool.acquire(functionName, memoryMb);
+    try {
+      await slot.script(compiled);
+    } finally {
+      this.#pool.release(slot);
+    }
+  }
+
   /** Drops warm isolates (all, or one function's) so the next call starts fresh. */
   evict(functionName?: string): void {
     this.#pool.evict(functionName);
