@@ -1,4 +1,4 @@
-import type { FunctionRecord, FunctionSpec } from '../../../src-main/engine/model/index.ts';
+import type { FunctionRecord, FunctionSpec } from '../../../src-preload/model.ts';
 import { asUiError, studio, type UiError } from '../api/studio.ts';
 import { refreshFunctions, setDirty, toast } from './app.ts';
 import { createStore } from './store.ts';

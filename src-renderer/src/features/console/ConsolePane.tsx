@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import type { ContentItem, RunResult } from '../../../../src-main/engine/model/index.ts';
+import type { ContentItem, RunResult } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { JsonView } from '../../components/JsonView.tsx';
 import { toast } from '../../store/app.ts';

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react';
 import type { CredentialView } from '../../../../src-preload/contract.ts';
-import type { CredentialPlacement, CredentialSpec } from '../../../../src-main/engine/model/index.ts';
+import type { CredentialPlacement, CredentialSpec } from '../../../../src-preload/model.ts';
 import { asUiError, studio, type UiError } from '../../api/studio.ts';
 import { toast } from '../../store/app.ts';
 import './credentials.css';

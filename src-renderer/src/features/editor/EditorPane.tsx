@@ -1,6 +1,6 @@
 import { Editor, type OnMount } from '@monaco-editor/react';
 import { useEffect, useRef, useState } from 'react';
-import type { RevisionRecord } from '../../../../src-main/engine/model/index.ts';
+import type { RevisionRecord } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { toast } from '../../store/app.ts';
 import { draft, editSource, saveDraft } from '../../store/draft.ts';

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import type { RunRecord } from '../../../../src-main/engine/model/index.ts';
+import type { RunRecord } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { JsonView } from '../../components/JsonView.tsx';
 import { rerun } from '../../store/console.ts';

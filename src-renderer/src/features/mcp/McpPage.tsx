@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import type { ClientConfigs, FunctionSummary, McpStatus } from '../../../../src-preload/contract.ts';
-import type { ProfileSpec, RunRecord } from '../../../../src-main/engine/model/index.ts';
+import type { ProfileSpec, RunRecord } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { toast } from '../../store/app.ts';
 import { RunCaller, RunDuration, RunOutcome, RunTime } from '../history/HistoryPane.tsx';

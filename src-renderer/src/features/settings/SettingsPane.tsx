@@ -1,6 +1,6 @@
 import { Editor } from '@monaco-editor/react';
 import { useEffect, useState } from 'react';
-import { isHostPatternError, LIMITS, parseHostPattern, type FunctionSpec } from '../../../../src-main/engine/model/index.ts';
+import { isHostPatternError, LIMITS, parseHostPattern, type FunctionSpec } from '../../../../src-preload/model.ts';
 import { studio } from '../../api/studio.ts';
 import { draft, editSpec } from '../../store/draft.ts';
 import { monaco } from '../editor/monaco.ts';
