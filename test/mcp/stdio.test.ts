@@ -14,14 +14,18 @@ beforeAll(async () => {
   const engine = createEngine({ dataDir });
   await seedMcpFunctions(engine);
   await engine.saveFunction({ spec: { name: 'spin', timeoutMs: 300 }, source: 'export default () => { for (;;) {} }' });
+  await engine.credentials.set({ name: 'vault', hosts: ['api.example.com'], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, 'kept-in-the-keychain');
+  await engine.saveFunction(
+    { spec: { name: 'needs_secret', allowedHosts: ['api.example.com'], credentials: ['vault'] }, source: "export default async (a, ctx) => (await ctx.fetch('https://api.example.com/', { credential: 'vault' })).status" },
+  );
   engine.close();
 });
 
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 /** Talks raw JSON-RPC lines to `callable mcp`, to send what real clients never would. */
-function startRaw() {
-  const child = spawn(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'mcp', '--data-dir', dataDir], { stdio: ['pipe', 'pipe', 'pipe'] });
+function startRaw(env: NodeJS.ProcessEnv = process.env) {
+  const child = spawn(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'mcp', '--data-dir', dataDir], { stdio: ['pipe', 'pipe', 'pipe'], env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -59,5 +63,18 @@ describe('callable mcp over stdio', () => {
     const code = await new Promise<number | null>((resolve) => s.child.on('exit', resolve));
     expect(code).toBe(0);
     expect(s.err()).toContain('serving all enabled functions');
+  });
+
+  it('answers with an error result, and keeps serving, when the keychain is gone', async () => {
+    const s = startRaw({ ...process.env, DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/bus' });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+    await s.reply(1);
+    s.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'needs_secret', arguments: {} } }));
+    expect(await s.reply(2)).toMatchObject({ result: { isError: true, content: [{ text: expect.stringMatching(/vault/) }] } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'echo', arguments: { text: 'still here' } } }));
+    expect(await s.reply(3)).toMatchObject({ result: { structuredContent: { echo: 'still here', n: 2 } } });
+    s.child.stdin.end();
+    expect(await new Promise<number | null>((resolve) => s.child.on('exit', resolve))).toBe(0);
   });
 });
