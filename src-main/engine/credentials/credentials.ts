@@ -11,7 +11,7 @@ import {
   type HostPattern,
 } from '../model/index.ts';
 import type { CredentialInjection } from '../net/guardedFetch.ts';
-import type { SecretStore } from './secretStore.ts';
+import { EnvSecretStore, type SecretStore } from './secretStore.ts';
 
 interface Row {
   name: string;
@@ -98,7 +98,12 @@ export class CredentialService {
     if (!spec) throw new StudioError('credential_refused', `credential "${name}" does not exist; create it with "callable credentials set ${name} --host HOST"`);
     const secret = await this.#secrets.get(name);
     if (secret === undefined) {
-      throw new StudioError('credential_refused', `credential "${name}" has no secret in the ${this.#secrets.kind === 'env' ? 'environment' : 'keychain'}; set it again`);
+      throw new StudioError(
+        'credential_refused',
+        this.#secrets.kind === 'env'
+          ? `credential "${name}" has no secret: set ${EnvSecretStore.variableFor(name)} in the environment`
+          : `credential "${name}" has no secret in the OS keychain (or the keychain is locked or not running); set it again with "callable credentials set ${name}" or on the Credentials page`,
+      );
     }
     const hosts = spec.hosts.map(parseHostPattern).filter((p): p is HostPattern => !isHostPatternError(p));
     const placement = spec.placement;
