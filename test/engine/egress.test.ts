@@ -23,6 +23,7 @@ const engine = testEngine({
 });
 
 let port: number;
+const slowClosed: number[] = [];
 let seen: Awaited<ReturnType<typeof vendorServer>>['seen'];
 
 beforeAll(async () => {
@@ -30,6 +31,11 @@ beforeAll(async () => {
     if (req.url.startsWith('/redirect')) {
       const to = new URL(req.url, 'http://x').searchParams.get('to')!;
       res.writeHead(302, { location: to }).end();
+      return;
+    }
+    if (req.url === '/slow') {
+      // Never answers: the test sees whether the run's cancellation closes the connection.
+      res.on('close', () => slowClosed.push(Date.now()));
       return;
     }
     if (req.url === '/big') {
@@ -141,6 +147,18 @@ describe('ctx.fetch to a real local vendor', () => {
     const result = await engine.run('big_body', {}, { caller: 'test' });
     expect(result).toMatchObject({ ok: false, error: { code: 'response_too_large' } });
     expect(result.ok ? '' : result.error.message).toContain('responseBytes');
+  });
+});
+
+describe('cancellation', () => {
+  it('stops the run and closes its in-flight request', async () => {
+    await fetcher('slow_vendor', [`127.0.0.1:${port}`]);
+    const controller = new AbortController();
+    const pending = engine.run('slow_vendor', { url: `http://127.0.0.1:${port}/slow` }, { caller: 'test', signal: controller.signal });
+    await expect.poll(() => seen.some((r) => r.url === '/slow')).toBe(true);
+    controller.abort();
+    expect(await pending).toMatchObject({ ok: false, error: { code: 'cancelled' } });
+    await expect.poll(() => slowClosed.length).toBe(1);
   });
 });
 
