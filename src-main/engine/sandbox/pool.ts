@@ -58,6 +58,8 @@ const PRELUDE_TIMEOUT_MS = 2000;
 /** A module evaluated ahead of its call gets at most this long (a slow top level is left to the call). */
 const EARLY_MODULE_TIMEOUT_MS = 250;
 const MAX_EARLY_LOGS = 100;
+/** Host memory held for logs written ahead of a call; past it the module is evaluated at call time (where logBytes applies). */
+const MAX_EARLY_LOG_BYTES = 64 * 1024;
 
 const refuse: HostBinding = {
   sync: () => ({ ok: false, error: { message: 'no run owns this context' } }),
@@ -200,9 +202,11 @@ export class IsolatePool {
      */
     const evaluateEarly = async (prepared: PreparedContext, compiled: CompiledFunction, timeoutMs: number): Promise<void> => {
       let needsRun = false;
+      let logBytes = 0;
       prepared.binding.sync = (op, a, b, c, d) => {
         if (op === 'log' && typeof a === 'string' && typeof b === 'string') {
-          if (prepared.earlyLogs.length >= MAX_EARLY_LOGS) needsRun = true;
+          logBytes += b.length;
+          if (prepared.earlyLogs.length >= MAX_EARLY_LOGS || logBytes > MAX_EARLY_LOG_BYTES) needsRun = true;
           else prepared.earlyLogs.push([a, b]);
           return { ok: true };
         }
