@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { METHOD_NAMES, EVENT_NAMES } from '../../src-preload/contract.ts';
 import { createEngine, defaultDataDir, McpHttpHost } from '../engine/index.ts';
 import { isTrustedSender } from './senders.ts';
-import { createStudioApi, type StudioApiServer } from './studioApi.ts';
+import { createStudioApi } from './studioApi.ts';
 
 const diagnostic = (message: string): void => void process.stderr.write(`callable studio: ${message}\n`);
 

@@ -31,7 +31,6 @@ export { KeychainSecretStore, EnvSecretStore, MemorySecretStore, KEYCHAIN_SERVIC
 export type { Resolver } from './net/guardedFetch.ts';
 export type { ProgressUpdate } from './sandbox/executor.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
-export { specOf } from './functions/repository.ts';
 export { McpHttpHost, type HttpHostStatus } from './mcp/httpHost.ts';
 export type { HttpOptions, RunningHttpServer } from './mcp/http.ts';
 export type { StdioOptions } from './mcp/stdio.ts';

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FunctionSpecSchema, StudioError, type FunctionRecord, type FunctionSpec } from '../model/index.ts';
-import { parseSpec, specOf, type SaveInput } from './repository.ts';
+import { FunctionSpecSchema, specOf, StudioError, type FunctionRecord, type FunctionSpec } from '../model/index.ts';
+import { parseSpec, type SaveInput } from './repository.ts';
 
 const SPEC_FILE = 'function.json';
 

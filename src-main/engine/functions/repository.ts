@@ -10,6 +10,7 @@ import {
   type FunctionSpec,
   type FunctionSpecInput,
   type RevisionRecord,
+  specOf,
 } from '../model/index.ts';
 import { compileFunction, type CompiledFunction } from './compile.ts';
 import { formatZodError } from '../model/validation.ts';
@@ -204,10 +205,6 @@ export class FunctionRepository {
   }
 }
 
-export function specOf(record: FunctionRecord): FunctionSpec {
-  const { id: _id, source: _source, revision: _revision, createdAt: _c, updatedAt: _u, ...spec } = record;
-  return spec;
-}
 
 function toRecord(row: Row): FunctionRecord {
   const spec = JSON.parse(row.spec) as FunctionSpec;

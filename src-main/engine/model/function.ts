@@ -71,3 +71,9 @@ export interface RevisionRecord {
   spec: FunctionSpec;
   createdAt: string;
 }
+
+/** The spec part of a stored function (what function.json holds), without its bookkeeping. */
+export function specOf(record: FunctionRecord): FunctionSpec {
+  const { id: _id, source: _source, revision: _revision, createdAt: _c, updatedAt: _u, ...spec } = record;
+  return spec;
+}

@@ -1,4 +1,4 @@
-import type { FunctionRecord, FunctionSpec } from '../../../src-preload/model.ts';
+import { specOf, type FunctionRecord, type FunctionSpec } from '../../../src-preload/model.ts';
 import { asUiError, studio, type UiError } from '../api/studio.ts';
 import { refreshFunctions, setDirty, toast } from './app.ts';
 import { createStore } from './store.ts';
@@ -23,14 +23,10 @@ export interface DraftState {
 
 export const draft = createStore<DraftState>({ record: undefined, source: '', spec: undefined, saving: false, problems: [], error: undefined });
 
-export function specOfRecord(record: FunctionRecord): FunctionSpec {
-  const { id: _i, source: _s, revision: _r, createdAt: _c, updatedAt: _u, ...spec } = record;
-  return spec;
-}
 
 export function isDirty(s: DraftState = draft.get()): boolean {
   if (!s.record || !s.spec) return false;
-  return s.source !== s.record.source || JSON.stringify(s.spec) !== JSON.stringify(specOfRecord(s.record));
+  return s.source !== s.record.source || JSON.stringify(s.spec) !== JSON.stringify(specOf(s.record));
 }
 
 function markDirty(): void {
@@ -40,7 +36,7 @@ function markDirty(): void {
 
 export async function loadDraft(name: string): Promise<void> {
   const record = await studio.functions.get({ name });
-  draft.set({ record, source: record.source, spec: specOfRecord(record), problems: [], error: undefined });
+  draft.set({ record, source: record.source, spec: specOf(record), problems: [], error: undefined });
   setDirty(name, false);
 }
 

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { TemplateInfo } from '../../../../src-preload/contract.ts';
+import { specOf } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { app, refreshFunctions, setDirty, toast } from '../../store/app.ts';
 import { draft, isDirty, loadDraft } from '../../store/draft.ts';
@@ -41,8 +42,7 @@ export function FunctionList() {
       toast(`Deleted ${spec.name}`, 'info', {
         label: 'Undo',
         run: () => void act(async () => {
-          const { id: _i, source: _s, revision: _r, createdAt: _c, updatedAt: _u, ...restored } = spec;
-          await studio.functions.save({ spec: restored, source });
+          await studio.functions.save({ spec: specOf(spec), source });
           app.set({ selected: spec.name });
         }, `Restored ${spec.name}`),
       });
