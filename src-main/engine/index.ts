@@ -20,7 +20,7 @@ import {
   type TraceEntry,
 } from './model/index.ts';
 import type { Resolver } from './net/guardedFetch.ts';
-import type { SandboxExecutor, ProgressUpdate } from './sandbox/executor.ts';
+import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { openDatabase, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
 import { ProfileRepository } from './mcp/profiles.ts';
@@ -29,7 +29,8 @@ export * from './model/index.ts';
 export type { SecretStore } from './credentials/secretStore.ts';
 export { KeychainSecretStore, EnvSecretStore, MemorySecretStore, KEYCHAIN_SERVICE } from './credentials/secretStore.ts';
 export type { Resolver } from './net/guardedFetch.ts';
-export type { ProgressUpdate } from './sandbox/executor.ts';
+export type { ProgressUpdate } from './sandbox/protocol.ts';
+export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
 export { McpHttpHost, type HttpHostStatus } from './mcp/httpHost.ts';
 export type { HttpOptions, RunningHttpServer } from './mcp/http.ts';
@@ -77,6 +78,8 @@ export interface EngineOptions {
   resolver?: Resolver;
   /** Diagnostics (never stdout: it may carry MCP). */
   diagnostic?: (message: string) => void;
+  /** Sandbox host processes: how many, and the most one may grow to. */
+  sandbox?: Omit<SandboxOptions, 'diagnostic'>;
 }
 
 export interface RunOptions {
@@ -86,7 +89,7 @@ export interface RunOptions {
   profile?: string | undefined;
   signal?: AbortSignal | undefined;
   onLog?: ((entry: LogEntry) => void) | undefined;
-  onProgress?: ((update: ProgressUpdate) => void) | undefined;
+  onProgress?: ((update: import('./sandbox/protocol.ts').ProgressUpdate) => void) | undefined;
   /** MCP calls only run enabled functions; the console and CLI may run a disabled one. */
   requireEnabled?: boolean | undefined;
 }
@@ -107,7 +110,9 @@ export class Engine {
   readonly #catalogListeners = new Set<() => void>();
   #catalogPoll: NodeJS.Timeout | undefined;
   #catalogSeen = 0;
-  #sandbox: Promise<{ executor: SandboxExecutor; guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
+  #sandbox: Promise<{ executor: Sandbox; guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
+  #sandboxNow: Sandbox | undefined;
+  readonly #sandboxOptions: EngineOptions['sandbox'];
   readonly #diagnostic: ((message: string) => void) | undefined;
   readonly #schemas = new SchemaValidator();
   readonly #resolver: Resolver | undefined;
@@ -123,6 +128,7 @@ export class Engine {
     this.profiles = new ProfileRepository(this.#db);
     this.#resolver = options.resolver;
     this.#diagnostic = options.diagnostic;
+    this.#sandboxOptions = options.sandbox;
   }
 
   get database(): Db {
@@ -242,23 +248,28 @@ export class Engine {
   prewarm(names: string[], limit = 8): void {
     setImmediate(() => {
       void this.#loadSandbox()
-        .then(async ({ executor }) => {
+        .then(({ executor }) => {
+          executor.start();
           for (const name of names.slice(0, limit)) {
             const { record, compiled } = this.functions.load(name);
-            await executor.warm(name, effectiveLimits(record).memoryMb, compiled);
+            executor.warm(name, effectiveLimits(record).memoryMb, compiled);
           }
         })
         .catch(() => {});
     });
   }
 
-  /** isolated-vm and the network stack, loaded by the first run (a server that only lists tools starts faster). */
+  /** The sandbox host processes now: pid, resident size and memory cap (empty before the first run). */
+  get sandboxHosts(): Sandbox['hosts'] {
+    return this.#sandboxNow?.hosts ?? [];
+  }
+
+  /** The sandbox hosts and the network stack, loaded by the first run (a server that only lists tools starts faster). */
   #loadSandbox() {
-    this.#sandbox ??= Promise.all([import('./sandbox/executor.ts'), import('./net/guardedFetch.ts')]).then(([sandbox, net]) => ({
-      executor: new sandbox.SandboxExecutor({ ...(this.#diagnostic ? { onDiagnostic: this.#diagnostic } : {}) }),
-      guardedFetch: net.guardedFetch,
-      resolver: this.#resolver ?? net.systemResolver,
-    }));
+    this.#sandbox ??= Promise.all([import('./sandbox/sandbox.ts'), import('./net/guardedFetch.ts')]).then(([sandbox, net]) => {
+      this.#sandboxNow = new sandbox.Sandbox({ ...this.#sandboxOptions, diagnostic: this.#diagnostic });
+      return { executor: this.#sandboxNow, guardedFetch: net.guardedFetch, resolver: this.#resolver ?? net.systemResolver };
+    });
     return this.#sandbox;
   }
 
@@ -321,6 +332,7 @@ export class Engine {
   close(): void {
     if (this.#catalogPoll) clearInterval(this.#catalogPoll);
     this.#catalogListeners.clear();
+    this.#sandboxNow?.dispose();
     void this.#sandbox?.then((s) => s.executor.dispose());
     this.runs.flush();
     this.#db.close();

@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'function_error',
   'output_invalid',
   'cancelled',
+  'sandbox_crashed',
   'forbidden',
   'internal',
 ] as const;

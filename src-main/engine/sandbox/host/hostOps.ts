@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { HostAnswer } from './pool.ts';
+
+/** What the host answers an operation of the prelude: a value, or an error the guest sees. */
+export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
 
 const URL_PARTS = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash']);
 

@@ -1,8 +1,6 @@
 import ivm from 'isolated-vm';
-import type { CompiledFunction } from '../functions/compile.ts';
-import { pureHostOp } from './hostOps.ts';
-
-export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
+import type { CompiledModule as CompiledFunction } from '../protocol.ts';
+import { pureHostOp, type HostAnswer } from './hostOps.ts';
 
 /** The host side of one context's bridge; a run points it at itself for as long as it owns the context. */
 export interface HostBinding {
@@ -85,6 +83,13 @@ export class IsolatePool {
     let n = 0;
     for (const list of this.#slots.values()) n += list.length;
     return n;
+  }
+
+  /** The memory limits of every live isolate added up: what this process may legitimately hold for them. */
+  get reservedMb(): number {
+    let mb = 0;
+    for (const list of this.#slots.values()) for (const slot of list) if (!slot.isolate.isDisposed) mb += slot.memoryMb;
+    return mb;
   }
 
   acquire(functionName: string, memoryMb: number): IsolateSlot {

@@ -1,41 +1,10 @@
 import ivm from 'isolated-vm';
 import { performance } from 'node:perf_hooks';
-import { StudioError, toErrorInfo, type ContentItem, type EffectiveLimits, type ErrorCode, type ErrorInfo, type LogEntry, type LogLevel } from '../model/index.ts';
-import type { CompiledFunction } from '../functions/compile.ts';
-import type { IncomingResponse, OutgoingRequest } from '../net/guardedFetch.ts';
+import { StudioError, toErrorInfo, type ContentItem, type EffectiveLimits, type ErrorCode, type ErrorInfo, type LogEntry, type LogLevel } from '../../model/index.ts';
+import type { CompiledModule as CompiledFunction, OutgoingRequest, ProgressUpdate, SandboxJob, SandboxOutcome } from '../protocol.ts';
 import { callablePrelude } from './prelude.js';
-import { pureHostOp, refusal } from './hostOps.ts';
-import { IsolatePool, type HostAnswer, type IsolateSlot, type PreparedContext } from './pool.ts';
-
-export interface ProgressUpdate {
-  progress: number;
-  total?: number;
-  message?: string;
-}
-
-/** One call of one function. Arguments are already validated; `argsJson` is their JSON text. */
-export interface SandboxJob {
-  functionName: string;
-  compiled: CompiledFunction;
-  limits: EffectiveLimits;
-  argsJson: string;
-  runId: string;
-  /** Cancels the run (an MCP cancellation, a closed console). */
-  signal?: AbortSignal | undefined;
-  onLog?: ((entry: LogEntry) => void) | undefined;
-  onProgress?: ((update: ProgressUpdate) => void) | undefined;
-  /** Report the isolate's heap use after the run (costs a wait for the isolate; the console wants it). */
-  measureHeap?: boolean | undefined;
-  /** The guarded fetch, already bound to this function's policy. Aborted when the run ends. */
-  fetch: (request: OutgoingRequest, signal: AbortSignal) => Promise<IncomingResponse>;
-}
-
-export type SandboxOutcome = ({ ok: true; value: unknown; content?: ContentItem[] } | { ok: false; error: ErrorInfo }) & {
-  logs: LogEntry[];
-  durationMs: number;
-  heapBytes?: number;
-  resultBytes: number;
-};
+import { pureHostOp, refusal, type HostAnswer } from './hostOps.ts';
+import { IsolatePool, type IsolateSlot, type PreparedContext } from './pool.ts';
 
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
@@ -52,6 +21,7 @@ const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
  */
 export class SandboxExecutor {
   readonly #pool: IsolatePool;
+  readonly #active = new Map<string, Run>();
 
   constructor(options: { maxWarmIsolates?: number; onDiagnostic?: (message: string) => void } = {}) {
     this.#pool = new IsolatePool(PRELUDE_SOURCE, options);
@@ -59,7 +29,24 @@ export class SandboxExecutor {
 
   async run(job: SandboxJob): Promise<SandboxOutcome> {
     const run = new Run(job, this.#pool);
-    return run.execute();
+    this.#active.set(job.runId, run);
+    try {
+      return await run.execute();
+    } finally {
+      this.#active.delete(job.runId);
+    }
+  }
+
+  /** CPU time used so far by the isolate of each run in flight (ns): busy runs are the ones whose figure moves. */
+  cpuTimes(): Map<string, bigint> {
+    const times = new Map<string, bigint>();
+    for (const [runId, run] of this.#active) times.set(runId, run.cpuTime());
+    return times;
+  }
+
+  /** The memory limits of the live isolates added up (MB). */
+  get reservedMb(): number {
+    return this.#pool.reservedMb;
   }
 
   /** Creates the isolate of a function and compiles its module ahead of its first call. */
@@ -107,6 +94,14 @@ class Run {
     this.#job = job;
     this.#pool = pool;
     this.#deadline = this.#started + job.limits.timeoutMs;
+  }
+
+  cpuTime(): bigint {
+    try {
+      return this.#slot?.isolate.cpuTime ?? 0n;
+    } catch {
+      return 0n;
+    }
   }
 
   #remaining(): number {

@@ -1,0 +1,178 @@
+// A sandbox host process: isolated-vm isolates and the in-isolate prelude, nothing else. It is
+// started by the engine with a minimal environment and one open descriptor besides stdio, the
+// channel (fd 3); it holds no database handle, no keychain and no secret, so a guest that escaped
+// its isolate would find nothing here. It ends itself when the channel closes, when its parent
+// goes away, or when its resident size goes over its memory cap (after saying which runs were
+// allocating). The engine watches its heartbeat and kills it when it wedges.
+import module from 'node:module';
+import { Socket } from 'node:net';
+import { ERROR_CODES, StudioError, type ErrorCode } from '../../model/index.ts';
+import { EngineMessageSchema, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../protocol.ts';
+import { SandboxExecutor } from './executor.ts';
+
+module.enableCompileCache?.();
+
+const MB = 1024 * 1024;
+/** Room over the resident size at start-up before any isolate's own allowance counts. */
+const HEADROOM_BYTES = 64 * MB;
+/** Each live isolate may make the process grow by this many times its memoryMb (V8's limit is a guideline). */
+const ISOLATE_FACTOR = 2;
+const WATCH_MS = 20;
+/** CPU samples kept to tell which runs were busy when the cap was crossed (WATCH_MS apart). */
+const CPU_WINDOW = 5;
+
+const maxCapBytes = Number(argValue('--max-memory-mb') ?? 2048) * MB;
+const parentPid = process.ppid;
+const channel = new Socket({ fd: 3, readable: true, writable: true });
+const executor = new SandboxExecutor({ onDiagnostic: (message) => process.stderr.write(`${message}\n`) });
+const modules = new Map<string, { hash: string; code: string }>();
+const runs = new Map<string, { abort: AbortController; fetches: Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }> }>();
+let nextOp = 1;
+
+function send(message: HostMessage): void {
+  channel.write(encodeFrame(message));
+}
+
+/** Ends this process at once: isolates stuck in a builtin would keep a normal exit waiting. */
+function die(): never {
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable');
+}
+
+const reader = new FrameReader<EngineMessage>(EngineMessageSchema, handle, (reason) => {
+  process.stderr.write(`sandbox host: the engine sent ${reason}; exiting\n`);
+  die();
+});
+channel.on('data', (chunk: Buffer) => reader.push(chunk));
+channel.on('end', die);
+channel.on('close', die);
+channel.on('error', die);
+
+function handle(message: EngineMessage): void {
+  switch (message.t) {
+    case 'run':
+      void startRun(message);
+      return;
+    case 'warm': {
+      const compiled = moduleOf(message);
+      if (compiled) void executor.warm(message.fn, message.memoryMb, compiled).catch(() => {});
+      return;
+    }
+    case 'cancel':
+      runs.get(message.runId)?.abort.abort();
+      return;
+    case 'fetched':
+      runs.get(message.runId)?.fetches.get(message.op)?.resolve(message.response);
+      return;
+    case 'fetchFailed': {
+      const { code, message: text, details } = message.error;
+      runs.get(message.runId)?.fetches.get(message.op)?.reject(new StudioError(knownCode(code), text, details));
+      return;
+    }
+  }
+}
+
+function moduleOf(message: { fn: string; hash: string; code?: string | undefined }): { code: string; hash: string } | undefined {
+  if (message.code !== undefined) modules.set(message.fn, { hash: message.hash, code: message.code });
+  const known = modules.get(message.fn);
+  return known && known.hash === message.hash ? known : undefined;
+}
+
+async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<void> {
+  const { runId } = message;
+  const compiled = moduleOf(message);
+  if (!compiled) {
+    send({ t: 'done', runId, outcome: { ok: false, error: { code: 'internal', message: 'the sandbox host does not have this version of the function' }, logs: [], durationMs: 0, resultBytes: 0 } });
+    return;
+  }
+  const state = { abort: new AbortController(), fetches: new Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }>() };
+  runs.set(runId, state);
+  try {
+    const outcome = await executor.run({
+      functionName: message.fn,
+      compiled,
+      limits: message.limits,
+      argsJson: message.argsJson,
+      runId,
+      measureHeap: message.measureHeap,
+      signal: state.abort.signal,
+      onLog: (entry) => send({ t: 'log', runId, ...entry }),
+      onProgress: (update) => send({ t: 'progress', runId, ...update }),
+      // The engine performs the request (policy, credentials, trace) and answers with the response.
+      fetch: (request, signal) =>
+        new Promise<IncomingResponse>((resolve, reject) => {
+          const op = nextOp++;
+          state.fetches.set(op, { resolve, reject });
+          signal.addEventListener('abort', () => {
+            state.fetches.delete(op);
+            reject(new StudioError('cancelled', 'the run has ended'));
+          });
+          send({ t: 'fetch', runId, op, request });
+        }),
+    });
+    send({ t: 'done', runId, outcome });
+  } catch (error) {
+    send({ t: 'done', runId, outcome: { ok: false, error: { code: 'internal', message: `the sandbox failed: ${error instanceof Error ? error.message : String(error)}` }, logs: [], durationMs: 0, resultBytes: 0 } });
+  } finally {
+    runs.delete(runId);
+  }
+}
+
+function knownCode(code: string): ErrorCode {
+  return (ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'fetch_failed';
+}
+
+// ---- memory cap, heartbeat, parent watch ----
+
+const baseline = process.memoryUsage.rss();
+const capBytes = (): number => Math.min(maxCapBytes, baseline + HEADROOM_BYTES + ISOLATE_FACTOR * executor.reservedMb * MB);
+const cpuSamples: Array<Map<string, bigint>> = [];
+
+/** The runs whose isolates used the most CPU over the last samples: the ones allocating. */
+function suspects(): string[] {
+  const now = executor.cpuTimes();
+  const then = cpuSamples[0] ?? new Map<string, bigint>();
+  let best = 0n;
+  let busiest: string[] = [];
+  for (const [runId, cpu] of now) {
+    const delta = cpu - (then.get(runId) ?? 0n);
+    if (delta > best) [best, busiest] = [delta, [runId]];
+    else if (delta === best && delta > 0n) busiest.push(runId);
+  }
+  return busiest.length > 0 ? busiest : [...now.keys()];
+}
+
+setInterval(() => {
+  const rss = process.memoryUsage.rss();
+  const cap = capBytes();
+  if (rss > cap) {
+    send({ t: 'overCap', rssBytes: rss, capBytes: cap, suspects: suspects() });
+    // Said; now go (the write is flushed first, with a fallback in case it never is).
+    channel.end(() => die());
+    setTimeout(die, 100);
+    return;
+  }
+  cpuSamples.push(executor.cpuTimes());
+  if (cpuSamples.length > CPU_WINDOW) cpuSamples.shift();
+}, WATCH_MS);
+
+setInterval(() => {
+  send({ t: 'beat', rssBytes: process.memoryUsage.rss(), capBytes: capBytes(), runs: runs.size });
+  // Reparented: the engine died without closing the channel (it always closes on SIGKILL, but be sure).
+  if (process.ppid !== parentPid) die();
+}, HEARTBEAT_MS);
+
+process.on('uncaughtException', (error) => {
+  process.stderr.write(`sandbox host: ${error instanceof Error ? error.message : String(error)}\n`);
+  die();
+});
+process.on('unhandledRejection', (error) => {
+  process.stderr.write(`sandbox host: unhandled rejection (kept running): ${error instanceof Error ? error.message : String(error)}\n`);
+});
+
+send({ t: 'ready', version: PROTOCOL_VERSION, pid: process.pid });
+
+function argValue(flag: string): string | undefined {
+  const i = process.argv.indexOf(flag);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}

@@ -1,0 +1,316 @@
+// The engine's side of one sandbox host process: starts it with nothing but the channel, sends it
+// runs, answers its fetches through the engine's guarded fetch, and decides what each of its runs
+// became when it dies. A host is expendable: it is killed when it wedges (a run past its deadline
+// plus a grace, or no heartbeat), when it breaks the protocol, or when it reports it went over its
+// memory cap; every run it held ends with an error that says which of those happened.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
+import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageSchema, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
+import type { SandboxJob, SandboxOutcome } from './protocol.ts';
+
+const HOST_ENTRY = fileURLToPath(new URL('./host/main.ts', import.meta.url));
+/** A run still going this long after its deadline is stuck where the deadline cannot reach it. */
+export const WEDGE_GRACE_MS = 1500;
+/** Missing heartbeats for this long: the host's event loop is stuck. */
+const SILENCE_MS = 10 * HEARTBEAT_MS + 1000;
+const START_TIMEOUT_MS = 15_000;
+
+interface HostRun {
+  job: SandboxJob;
+  started: number;
+  logs: LogEntry[];
+  fetches: Map<number, AbortController>;
+  wedgeTimer: NodeJS.Timeout;
+  resolve: (outcome: SandboxOutcome) => void;
+  onAbort: () => void;
+}
+
+/** Why the engine ended a host (absent when the host died on its own). */
+type Ending = { kind: 'wedged'; runId: string } | { kind: 'silent' } | { kind: 'overCap'; suspects: Set<string>; capBytes: number } | { kind: 'violation'; reason: string } | { kind: 'disposed' };
+
+export interface HostOptions {
+  /** The most any host may grow to, whatever its isolates' limits add up to. */
+  maxMemoryMb: number;
+  diagnostic: (message: string) => void;
+  onExit: (host: HostProcess) => void;
+}
+
+export class HostProcess {
+  readonly ready: Promise<void>;
+  readonly #child: ChildProcess;
+  readonly #options: HostOptions;
+  readonly #runs = new Map<string, HostRun>();
+  /** Module versions this host has been sent (`fn@hash`), so code crosses once. */
+  readonly #sent = new Set<string>();
+  readonly #silenceWatch: NodeJS.Timeout;
+  #ending: Ending | undefined;
+  #exited = false;
+  #lastBeat = performance.now();
+  /** The latest heartbeat: resident size and the cap the host holds itself to. */
+  rssBytes = 0;
+  capBytes = 0;
+  peakRssBytes = 0;
+
+  constructor(options: HostOptions) {
+    this.#options = options;
+    // No environment: the host is told nothing it does not need (no secrets from CALLABLE_SECRET_*).
+    this.#child = spawn(process.execPath, ['--no-node-snapshot', HOST_ENTRY, '--max-memory-mb', String(options.maxMemoryMb)], {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+      env: process.platform === 'win32' ? { SYSTEMROOT: process.env.SYSTEMROOT } : {},
+    });
+    const channel = this.#child.stdio[3] as unknown as import('node:net').Socket;
+    let readyResolve!: () => void;
+    let readyReject!: (error: Error) => void;
+    this.ready = new Promise<void>((resolve, reject) => {
+      readyResolve = resolve;
+      readyReject = reject;
+    });
+    this.ready.catch(() => {});
+    const startTimer = setTimeout(() => {
+      readyReject(new Error(`the sandbox host did not start within ${START_TIMEOUT_MS / 1000} s`));
+      this.#end({ kind: 'silent' });
+    }, START_TIMEOUT_MS);
+
+    const reader = new FrameReader<HostMessage>(
+      HostMessageSchema,
+      (message) => {
+        if (message.t === 'ready') {
+          clearTimeout(startTimer);
+          if (message.version === PROTOCOL_VERSION) readyResolve();
+          else {
+            readyReject(new Error(`the sandbox host speaks protocol ${message.version}, not ${PROTOCOL_VERSION}`));
+            this.#end({ kind: 'violation', reason: 'a protocol version mismatch' });
+          }
+          return;
+        }
+        this.#onMessage(message);
+      },
+      (reason) => this.#end({ kind: 'violation', reason }),
+    );
+    channel.on('data', (chunk: Buffer) => reader.push(chunk));
+    channel.on('error', () => {});
+    let errText = '';
+    this.#child.stderr!.setEncoding('utf8');
+    this.#child.stderr!.on('data', (text: string) => {
+      errText += text;
+      for (let nl = errText.indexOf('\n'); nl >= 0; nl = errText.indexOf('\n')) {
+        options.diagnostic(`sandbox host ${this.pid}: ${errText.slice(0, nl)}`);
+        errText = errText.slice(nl + 1);
+      }
+    });
+    this.#child.on('error', (error) => {
+      readyReject(new Error(`the sandbox host could not start: ${error.message}`));
+    });
+    this.#child.on('exit', (code, signal) => {
+      clearTimeout(startTimer);
+      readyReject(new Error(`the sandbox host exited while starting (${signal ?? `exit code ${code}`})`));
+      this.#onExit(code, signal);
+    });
+    let started = false;
+    this.ready.then(() => {
+      started = true;
+      this.#lastBeat = performance.now();
+    }, () => {});
+    this.#silenceWatch = setInterval(() => {
+      if (started && performance.now() - this.#lastBeat > SILENCE_MS) this.#end({ kind: 'silent' });
+    }, HEARTBEAT_MS * 2);
+    this.#silenceWatch.unref();
+    // A host never keeps the engine's process alive by itself: a run in flight does (its deadline timer).
+    this.#child.unref();
+    channel.unref();
+    (this.#child.stderr as unknown as { unref(): void }).unref();
+  }
+
+  get pid(): number {
+    return this.#child.pid ?? 0;
+  }
+
+  get alive(): boolean {
+    return !this.#exited && this.#ending === undefined;
+  }
+
+  get inflight(): number {
+    return this.#runs.size;
+  }
+
+  run(job: SandboxJob): Promise<SandboxOutcome> {
+    return new Promise<SandboxOutcome>((resolve) => {
+      const started = performance.now();
+      if (!this.alive) {
+        resolve(failed({ code: 'sandbox_crashed', message: `the sandbox for "${job.functionName}" is restarting; call again` }, [], started));
+        return;
+      }
+      const onAbort = (): void => {
+        this.#send({ t: 'cancel', runId: job.runId });
+        const run = this.#runs.get(job.runId);
+        for (const c of run?.fetches.values() ?? []) c.abort();
+      };
+      const run: HostRun = {
+        job,
+        started,
+        logs: [],
+        fetches: new Map(),
+        onAbort,
+        resolve,
+        wedgeTimer: setTimeout(() => this.#end({ kind: 'wedged', runId: job.runId }), job.limits.timeoutMs + WEDGE_GRACE_MS),
+      };
+      this.#runs.set(job.runId, run);
+      const key = `${job.functionName}@${job.compiled.hash}`;
+      const code = this.#sent.has(key) ? undefined : job.compiled.code;
+      this.#sent.add(key);
+      this.#send({
+        t: 'run',
+        runId: job.runId,
+        fn: job.functionName,
+        hash: job.compiled.hash,
+        ...(code === undefined ? {} : { code }),
+        limits: job.limits,
+        argsJson: job.argsJson,
+        measureHeap: job.measureHeap === true,
+      });
+      if (job.signal?.aborted) onAbort();
+      else job.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Creates a function's isolate and compiles its module ahead of its first call. */
+  warm(functionName: string, memoryMb: number, compiled: { code: string; hash: string }): void {
+    if (!this.alive) return;
+    const key = `${functionName}@${compiled.hash}`;
+    const code = this.#sent.has(key) ? undefined : compiled.code;
+    this.#sent.add(key);
+    this.#send({ t: 'warm', fn: functionName, hash: compiled.hash, ...(code === undefined ? {} : { code }), memoryMb });
+  }
+
+  /** Ends the host; its runs end with `sandbox_crashed` unless a reason says otherwise. */
+  dispose(): void {
+    this.#end({ kind: 'disposed' });
+  }
+
+  #send(message: EngineMessage): void {
+    if (this.#exited) return;
+    const channel = this.#child.stdio[3] as NodeJS.WritableStream | null;
+    channel?.write(encodeFrame(message));
+  }
+
+  #onMessage(message: HostMessage): void {
+    switch (message.t) {
+      case 'beat':
+        this.#lastBeat = performance.now();
+        this.rssBytes = message.rssBytes;
+        this.capBytes = message.capBytes;
+        this.peakRssBytes = Math.max(this.peakRssBytes, message.rssBytes);
+        return;
+      case 'overCap':
+        this.rssBytes = message.rssBytes;
+        this.peakRssBytes = Math.max(this.peakRssBytes, message.rssBytes);
+        this.#end({ kind: 'overCap', suspects: new Set(message.suspects), capBytes: message.capBytes });
+        return;
+      case 'log': {
+        const run = this.#runs.get(message.runId);
+        if (!run) return;
+        const entry: LogEntry = { level: message.level, message: message.message, at: message.at };
+        run.logs.push(entry);
+        run.job.onLog?.(entry);
+        return;
+      }
+      case 'progress': {
+        const { t: _t, runId, ...update } = message;
+        this.#runs.get(runId)?.job.onProgress?.(update);
+        return;
+      }
+      case 'fetch':
+        this.#fetch(message);
+        return;
+      case 'done': {
+        const run = this.#runs.get(message.runId);
+        if (!run) return;
+        this.#finish(message.runId, message.outcome as SandboxOutcome);
+        return;
+      }
+      case 'ready':
+        return;
+    }
+  }
+
+  #fetch(message: Extract<HostMessage, { t: 'fetch' }>): void {
+    const run = this.#runs.get(message.runId);
+    if (!run) return;
+    const controller = new AbortController();
+    run.fetches.set(message.op, controller);
+    run.job.fetch(message.request, controller.signal).then(
+      (response) => {
+        run.fetches.delete(message.op);
+        if (this.#runs.get(message.runId) === run) this.#send({ t: 'fetched', runId: message.runId, op: message.op, response });
+      },
+      (error: unknown) => {
+        run.fetches.delete(message.op);
+        if (this.#runs.get(message.runId) === run) this.#send({ t: 'fetchFailed', runId: message.runId, op: message.op, error: toErrorInfo(error) });
+      },
+    );
+  }
+
+  #finish(runId: string, outcome: SandboxOutcome): void {
+    const run = this.#runs.get(runId);
+    if (!run) return;
+    this.#runs.delete(runId);
+    clearTimeout(run.wedgeTimer);
+    run.job.signal?.removeEventListener('abort', run.onAbort);
+    // The run is over: anything it still had in flight towards a vendor is closed.
+    for (const c of run.fetches.values()) c.abort();
+    run.resolve(outcome);
+  }
+
+  #end(ending: Ending): void {
+    if (this.#ending || this.#exited) return;
+    this.#ending = ending;
+    if (ending.kind === 'violation') this.#options.diagnostic(`sandbox host ${this.pid} sent ${ending.reason}; it was stopped`);
+    if (ending.kind === 'wedged') this.#options.diagnostic(`sandbox host ${this.pid} did not end a run past its deadline; it was stopped`);
+    if (ending.kind === 'silent') this.#options.diagnostic(`sandbox host ${this.pid} stopped answering; it was stopped`);
+    this.#child.kill('SIGKILL');
+  }
+
+  #onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    this.#exited = true;
+    clearInterval(this.#silenceWatch);
+    const ending = this.#ending;
+    for (const [runId, run] of [...this.#runs]) {
+      const name = run.job.functionName;
+      const limits = run.job.limits;
+      let error: ErrorInfo;
+      if (ending?.kind === 'overCap' && ending.suspects.has(runId)) {
+        error = {
+          code: 'memory_limit',
+          message: `the function used more memory than its sandbox allows (memoryMb is ${limits.memoryMb} MB; the sandbox process reached its cap of ${Math.round(ending.capBytes / 1048576)} MB); use less memory or raise memoryMb`,
+          details: { limit: 'memoryMb' },
+        };
+      } else if (ending?.kind === 'wedged' && ending.runId === runId) {
+        error = {
+          code: 'timeout',
+          message: `the run exceeded its deadline of ${limits.timeoutMs} ms (timeoutMs) inside a built-in that could not be interrupted; its sandbox was restarted. Make it faster or raise timeoutMs`,
+          details: { limit: 'timeoutMs' },
+        };
+      } else {
+        const why =
+          ending?.kind === 'overCap' || ending?.kind === 'wedged'
+            ? 'another run in the same sandbox process went over a limit and the process was restarted'
+            : ending?.kind === 'silent'
+              ? 'its sandbox process stopped answering and was restarted'
+              : ending?.kind === 'violation'
+                ? 'its sandbox process broke the protocol and was restarted'
+                : ending?.kind === 'disposed'
+                  ? 'the sandbox was shut down'
+                  : `its sandbox process crashed (${signal ?? `exit code ${code}`}) and was restarted`;
+        error = { code: 'sandbox_crashed', message: `"${name}" did not finish: ${why}; call it again`, details: { function: name } };
+      }
+      this.#finish(runId, failed(error, run.logs, run.started));
+    }
+    this.#options.onExit(this);
+  }
+}
+
+function failed(error: ErrorInfo, logs: LogEntry[], started: number): SandboxOutcome {
+  return { ok: false, error, logs, durationMs: Math.round((performance.now() - started) * 100) / 100, resultBytes: 0 };
+}

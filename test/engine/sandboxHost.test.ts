@@ -1,0 +1,203 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEngine, MemorySecretStore, type Engine, type EngineOptions } from '../../src-main/engine/index.ts';
+import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
+import { vendorServer } from '../support/vendor.ts';
+
+// Isolates live in sandbox host processes: plain Node processes that hold no database and no
+// secret. These tests provoke the faults for real (a signal, a memory bomb, a builtin that ignores
+// the deadline, a killed engine) and check what a user would see: the call that caused it ends
+// with an error naming what happened, the engine and the next call carry on.
+
+const engines: Array<{ engine: Engine; dataDir: string }> = [];
+afterEach(() => {
+  for (const { engine, dataDir } of engines.splice(0)) {
+    engine.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+function freshEngine(options: Partial<EngineOptions> = {}): Engine {
+  const dataDir = mkdtempSync(join(tmpdir(), 'callable-host-'));
+  const engine = createEngine({ dataDir, secrets: new MemorySecretStore(), sandbox: { hosts: 1 }, ...options });
+  engines.push({ engine, dataDir });
+  return engine;
+}
+
+async function eventually<T>(probe: () => T | undefined, what: string, ms = 5000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const SLOW = 'export default () => new Promise((r) => setTimeout(() => r("late"), 5000))';
+const ECHO = 'export default (a) => ({ echo: a.text })';
+/** The three functions that crashed or bloated the serving process before hosts were separate. */
+const BOMBS = {
+  array: 'export default () => { const a = new Array(1024 * 1024 * 60).fill(); return a.length; }',
+  maxString: 'export default () => { let s = "x"; for (;;) s = s + s; }',
+  bombWithFetches:
+    'export default async (a, ctx) => { const pending = [1, 2, 3].map((i) => ctx.fetch(a.url + i).catch(() => 0)); const keep = []; for (;;) keep.push(new Array(1e6).fill(1)); }',
+};
+
+describe('a sandbox host process', () => {
+  it('that aborts ends the calls it was running with sandbox_crashed, naming the function; the next call works', async () => {
+    const engine = freshEngine();
+    await engine.saveFunction({ spec: { name: 'slow' } as never, source: SLOW });
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    expect(await engine.run('echo', { text: 'warm' }, { caller: 'test' })).toMatchObject({ ok: true });
+    const [host] = engine.sandboxHosts;
+    const call = engine.run('slow', {}, { caller: 'test' });
+    await new Promise((r) => setTimeout(r, 200));
+    process.kill(host!.pid, 'SIGABRT');
+    const result = await call;
+    expect(result).toMatchObject({ ok: false, error: { code: 'sandbox_crashed' } });
+    expect(!result.ok && result.error.message).toMatch(/"slow" did not finish: its sandbox process crashed \(SIGABRT\)/);
+    // Recorded, replaced, and the next call works.
+    expect(engine.runs.list({ functionName: 'slow', limit: 1 })[0]).toMatchObject({ ok: false, errorCode: 'sandbox_crashed' });
+    expect(await engine.run('echo', { text: 'after' }, { caller: 'test' })).toMatchObject({ ok: true, value: { echo: 'after' } });
+    expect(engine.sandboxHosts[0]!.pid).not.toBe(host!.pid);
+    expect(alive(host!.pid)).toBe(false);
+  });
+
+  it('that goes over its memory cap ends the allocating run with memory_limit and is replaced before it can stay there', async () => {
+    const engine = freshEngine();
+    await engine.saveFunction({ spec: { name: 'array_bomb', memoryMb: 64 } as never, source: BOMBS.array });
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    const started = Date.now();
+    const result = await engine.run('array_bomb', {}, { caller: 'test' });
+    expect(result).toMatchObject({ ok: false, error: { code: 'memory_limit', details: { limit: 'memoryMb' } } });
+    // Ended by the cap, not by the 15 s deadline.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await engine.run('echo', { text: 'next' }, { caller: 'test' })).toMatchObject({ ok: true });
+    const host = await eventually(() => engine.sandboxHosts.find((h) => h.capBytes > 0), 'a heartbeat from the new host');
+    expect(host.rssBytes).toBeLessThanOrEqual(host.capBytes);
+  });
+
+  it('survives a string that doubles to V8\'s maximum length', async () => {
+    const engine = freshEngine();
+    await engine.saveFunction({ spec: { name: 'string_bomb', memoryMb: 64 } as never, source: BOMBS.maxString });
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    const result = await engine.run('string_bomb', {}, { caller: 'test' });
+    expect(!result.ok && `${result.error.code} ${result.error.message}`).toMatch(/^(memory_limit|function_error RangeError: Invalid string length)/);
+    expect(await engine.run('echo', { text: 'next' }, { caller: 'test' })).toMatchObject({ ok: true });
+  });
+
+  it('that blows its memory while fetches are pending ends with memory_limit and closes those requests', async () => {
+    let open = 0;
+    const vendor = await vendorServer((_req, res) => {
+      open++;
+      res.on('close', () => open--);
+      // Never answers: the requests stay pending until the run ends.
+    });
+    const engine = freshEngine();
+    await engine.saveFunction({ spec: { name: 'fetch_bomb', memoryMb: 64, allowedHosts: [`127.0.0.1:${vendor.port}`] } as never, source: BOMBS.bombWithFetches });
+    const result = await engine.run('fetch_bomb', { url: `http://127.0.0.1:${vendor.port}/` }, { caller: 'test' });
+    expect(result).toMatchObject({ ok: false, error: { code: 'memory_limit' } });
+    await eventually(() => open === 0 || undefined, 'the vendor requests to be closed');
+  });
+
+  it('stuck in a builtin past its deadline is killed within the deadline plus a bounded grace', async () => {
+    // A high memoryMb keeps the cap out of the way: only the deadline can end this one.
+    const engine = freshEngine({ sandbox: { hosts: 1, maxHostMemoryMb: 4096 } });
+    await engine.saveFunction({ spec: { name: 'wedge', memoryMb: 512, timeoutMs: 1000 } as never, source: BOMBS.array });
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    const started = Date.now();
+    const result = await engine.run('wedge', {}, { caller: 'test' });
+    const took = Date.now() - started;
+    expect(result).toMatchObject({ ok: false, error: { code: 'timeout', details: { limit: 'timeoutMs' } } });
+    expect(took).toBeLessThan(1000 + 1500 + 2000);
+    expect(await engine.run('echo', { text: 'next' }, { caller: 'test' })).toMatchObject({ ok: true });
+  });
+
+  it.skipIf(process.platform !== 'linux')('holds no secret, no database file and no inherited environment (reads /proc, Linux only)', async () => {
+    const engine = freshEngine({ env: { ...process.env, CALLABLE_SECRETS: 'env', CALLABLE_SECRET_DEEPL: 'sk-very-secret' } });
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    expect(await engine.run('echo', { text: 'x' }, { caller: 'test' })).toMatchObject({ ok: true });
+    const pid = engine.sandboxHosts[0]!.pid;
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
+    expect(environ).not.toContain('sk-very-secret');
+    expect(environ).not.toContain('CALLABLE_');
+    expect(environ).not.toContain('DBUS_SESSION_BUS_ADDRESS');
+    const files = readdirSync(`/proc/${pid}/fd`).map((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    });
+    expect(files.filter((f) => f.includes(engine.dataDir) || f.endsWith('.db'))).toEqual([]);
+  });
+});
+
+describe('when the engine goes away', () => {
+  it('its hosts exit too, even when the engine is killed with SIGKILL', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'callable-orphan-'));
+    try {
+      const script = join(dir, 'engine.ts');
+      writeFileSync(
+        script,
+        `import { createEngine, MemorySecretStore } from ${JSON.stringify(join(REPO, 'src-main/engine/index.ts'))};
+         const engine = createEngine({ dataDir: ${JSON.stringify(dir)}, secrets: new MemorySecretStore(), sandbox: { hosts: 2 } });
+         await engine.saveFunction({ spec: { name: 'a' }, source: 'export default () => 1' });
+         await engine.saveFunction({ spec: { name: 'b' }, source: 'export default () => 2' });
+         await engine.run('a', {}, { caller: 'test' });
+         await engine.run('b', {}, { caller: 'test' });
+         process.stdout.write(JSON.stringify(engine.sandboxHosts.map((h) => h.pid)) + '\\n');
+         setInterval(() => {}, 1000);`,
+      );
+      const child = spawn(CALLABLE_COMMAND.command, ['--no-node-snapshot', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const pids = await new Promise<number[]>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) resolve(JSON.parse(out) as number[]);
+        });
+        child.on('exit', (code) => reject(new Error(`the engine exited early (${code})`)));
+      });
+      expect(pids.length).toBeGreaterThan(0);
+      expect(pids.every(alive)).toBe(true);
+      child.kill('SIGKILL');
+      await eventually(() => pids.every((pid) => !alive(pid)) || undefined, 'the hosts to exit');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('callable run of a memory bomb', () => {
+  it('exits 1 with the error, never by a signal', () => {
+    const data = mkdtempSync(join(tmpdir(), 'callable-bomb-'));
+    try {
+      const fn = join(data, 'bomb');
+      spawnSync('mkdir', ['-p', fn]);
+      writeFileSync(join(fn, 'function.json'), JSON.stringify({ name: 'bomb', description: 'grows', memoryMb: 64 }));
+      writeFileSync(join(fn, 'index.js'), BOMBS.array);
+      const env = { ...process.env, CALLABLE_DATA_DIR: join(data, 'store') };
+      expect(spawnSync(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'import', fn], { env, encoding: 'utf8' }).status).toBe(0);
+      const run = spawnSync(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'run', 'bomb'], { env, encoding: 'utf8', timeout: 30_000 });
+      expect(run.signal).toBeNull();
+      expect(run.status).toBe(1);
+      expect(run.stderr).toMatch(/memory_limit|memory/);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      rmSync(data, { recursive: true, force: true });
+    }
+  });
+});
