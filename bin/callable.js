@@ -3,6 +3,13 @@
 // Diagnostics go to stderr: stdout may be an MCP stdio channel.
 import module from 'node:module';
 
+// The command is TypeScript run by Node's type stripping, and isolated-vm 7 needs Node 24's ABI.
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 24) {
+  process.stderr.write(`callable: needs Node.js 24 or newer, but this is Node ${process.versions.node} (${process.execPath}). Install Node 24 (https://nodejs.org, or: npm install -g node@24) and run callable with it.\n`);
+  process.exit(2);
+}
+
 // Cache compiled code between runs (an IDE starts `callable mcp` often; startup matters).
 module.enableCompileCache?.();
 

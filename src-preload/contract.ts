@@ -99,6 +99,12 @@ export const contract = {
   'profiles:delete': method<{ deleted: true }>()(z.object({ name: ProfileNameSchema }).strict()),
 } as const;
 
+/** Where the engine process stands, as main sees it; `message` is for the user. */
+export interface EngineStatus {
+  state: 'starting' | 'ready' | 'restarting' | 'unavailable';
+  message: string;
+}
+
 export const events = {
   /** A run finished, from any caller in any process (console, CLI, MCP clients). */
   'runs:feed': event<RunRecord>(),
@@ -106,6 +112,8 @@ export const events = {
   'catalog:changed': event<Record<string, never>>(),
   /** The HTTP MCP server started, stopped or failed. */
   'mcp:status': event<McpStatus>(),
+  /** The engine process started, crashed and is being restarted, or cannot run (sent by main). */
+  'engine:status': event<EngineStatus>(),
 } as const;
 
 export type Contract = typeof contract;

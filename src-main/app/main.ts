@@ -1,13 +1,15 @@
-// Electron glue only: lifecycle, the window, and wiring the bridge to the engine.
+// Electron glue only: lifecycle, the window, and relaying the bridge to the engine process, which
+// holds everything else (src-main/studio/main.ts). Electron main loads no native module.
 import { app, BrowserWindow, dialog, ipcMain, session, shell, type IpcMainInvokeEvent } from 'electron';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { METHOD_NAMES, EVENT_NAMES } from '../../src-preload/contract.ts';
-import { createEngine, defaultDataDir, McpHttpHost } from '../engine/index.ts';
+import { EVENT_NAMES, METHOD_NAMES, type EventName } from '../../src-preload/contract.ts';
+import { EngineProcess } from './engineProcess.ts';
+import { resolveNodeRuntime } from './nodeRuntime.ts';
 import { isTrustedSender } from './senders.ts';
-import { createStudioApi } from './studioApi.ts';
 
 const diagnostic = (message: string): void => void process.stderr.write(`callable studio: ${message}\n`);
+const FORBIDDEN = { ok: false, error: { code: 'forbidden', message: 'this window may not use the studio bridge' } } as const;
 
 if (!app.requestSingleInstanceLock()) {
   app.quit();
@@ -17,11 +19,15 @@ if (!app.requestSingleInstanceLock()) {
 
 async function start(): Promise<void> {
   await app.whenReady();
-  const dataDir = argValue('--data-dir') ?? process.env.CALLABLE_DATA_DIR ?? defaultDataDir();
-  const engine = createEngine({ dataDir, diagnostic });
-  const mcp = new McpHttpHost(engine, { port: Number(process.env.CALLABLE_MCP_PORT ?? 7777), diagnostic });
-  const resourcesDir = app.isPackaged ? join(process.resourcesPath, 'resources') : join(app.getAppPath(), 'resources');
-  const api = createStudioApi({ engine, mcp, resourcesDir, callableCommand: join(app.getAppPath(), 'bin', 'callable.js'), diagnostic });
+  const dataDir = argValue('--data-dir');
+  const engine = new EngineProcess({
+    node: resolveNodeRuntime({ resourcesPath: app.isPackaged ? process.resourcesPath : undefined }),
+    entry: join(app.getAppPath(), 'src-main/studio/main.ts'),
+    args: dataDir ? ['--data-dir', dataDir] : [],
+    diagnostic,
+  });
+  // Its status reaches the window as the engine:status event.
+  engine.start().catch(() => {});
 
   // No permission is ever granted to web content (camera, notifications, …).
   session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
@@ -34,13 +40,16 @@ async function start(): Promise<void> {
       { rendererUrl, windowId: window?.id },
     );
   for (const channel of METHOD_NAMES) {
-    ipcMain.handle(channel, (event, payload: unknown) =>
-      trusted(event) ? api.dispatch(channel, payload) : { ok: false, error: { code: 'forbidden', message: 'this window may not use the studio bridge' } },
-    );
+    ipcMain.handle(channel, (event, payload: unknown) => (trusted(event) ? engine.invoke(channel, payload) : FORBIDDEN));
   }
-  const unsubscribe = EVENT_NAMES.map((name) => api.subscribe(name, (payload) => window?.webContents.send(name, payload)));
+  const send = (name: EventName, payload: unknown): void => {
+    if (window && !window.isDestroyed()) window.webContents.send(name, payload);
+  };
+  for (const name of EVENT_NAMES) engine.subscribe(name, (payload) => send(name, payload));
 
   window = createWindow(rendererUrl);
+  // A (re)loaded page may have missed the engine's last change of state.
+  window.webContents.on('did-finish-load', () => send('engine:status', engine.status));
   app.on('second-instance', () => {
     if (window?.isMinimized()) window.restore();
     window?.focus();
@@ -51,14 +60,8 @@ async function start(): Promise<void> {
     if (shuttingDown) return;
     shuttingDown = true;
     event.preventDefault();
-    for (const u of unsubscribe) u();
-    api.close();
-    void mcp.stop().finally(() => {
-      engine.close();
-      app.exit(0);
-    });
+    void engine.close().finally(() => app.exit(0));
   });
-  void mcp.start();
 }
 
 function createWindow(rendererUrl: string): BrowserWindow {

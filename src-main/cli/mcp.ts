@@ -1,4 +1,4 @@
-import { serveMcpStdio, startMcpHttpServer } from '../engine/index.ts';
+import { serveMcpStdio } from '../engine/mcp/stdio.ts';
 import { EXIT_OK, parse, UsageError, type Command } from './common.ts';
 
 const mcp: Command = {
@@ -24,6 +24,8 @@ const serve: Command = {
     const host = values.host ?? '127.0.0.1';
     const engine = ctx.engine();
     const token = values['no-auth'] ? undefined : await engine.mcpToken();
+    // The HTTP stack loads only for `serve`.
+    const { startMcpHttpServer } = await import('../engine/mcp/http.ts');
     const server = await startMcpHttpServer(engine, { host, port, token, diagnostic: (m) => ctx.err(m) });
     const auth = token
       ? 'clients send "Authorization: Bearer <token>"; print the token with: callable token'

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,9 +21,10 @@ import {
 } from './model/index.ts';
 import type { Resolver } from './net/guardedFetch.ts';
 import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
+import { runFunction, type RunOptions } from './run.ts';
 import { openDatabase, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
-import { ProfileRepository } from './mcp/profiles.ts';
+import { ProfileRepository } from './functions/profiles.ts';
 
 export * from './model/index.ts';
 export type { SecretStore } from './credentials/secretStore.ts';
@@ -32,30 +33,10 @@ export type { Resolver } from './net/guardedFetch.ts';
 export type { ProgressUpdate } from './sandbox/protocol.ts';
 export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
-export { McpHttpHost, type HttpHostStatus } from './mcp/httpHost.ts';
-export type { HttpOptions, RunningHttpServer } from './mcp/http.ts';
-export type { StdioOptions } from './mcp/stdio.ts';
-
-/** Streamable HTTP MCP (loaded on demand: the stdio server never needs the HTTP stack). */
-export async function startMcpHttpServer(engine: Engine, options: import('./mcp/http.ts').HttpOptions): Promise<import('./mcp/http.ts').RunningHttpServer> {
-  return (await import('./mcp/http.ts')).startMcpHttpServer(engine, options);
-}
-
-/** MCP over stdio until stdin closes. */
-export async function serveMcpStdio(engine: Engine, options: import('./mcp/stdio.ts').StdioOptions): Promise<void> {
-  return (await import('./mcp/stdio.ts')).serveMcpStdio(engine, options);
-}
 
 export const PRODUCT_NAME = 'Callable Studio';
 /** Keychain account of the HTTP token; ':' keeps it apart from credential names. */
 const MCP_TOKEN_ACCOUNT = 'mcp:http-token';
-
-/** Constant-time comparison of a presented token with the expected one. */
-export function tokenMatches(presented: string, expected: string): boolean {
-  const a = Buffer.from(presented);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 /**
  * The data folder Electron's `userData` would be for the product name, so the app, the CLI and
@@ -82,17 +63,7 @@ export interface EngineOptions {
   sandbox?: Omit<SandboxOptions, 'diagnostic'>;
 }
 
-export interface RunOptions {
-  caller: Caller;
-  client?: { name?: string | undefined; version?: string | undefined } | undefined;
-  transport?: string | undefined;
-  profile?: string | undefined;
-  signal?: AbortSignal | undefined;
-  onLog?: ((entry: LogEntry) => void) | undefined;
-  onProgress?: ((update: import('./sandbox/protocol.ts').ProgressUpdate) => void) | undefined;
-  /** MCP calls only run enabled functions; the console and CLI may run a disabled one. */
-  requireEnabled?: boolean | undefined;
-}
+export type { RunOptions } from './run.ts';
 
 /**
  * The engine: functions, sandbox, egress, credentials and audit behind one facade, shared by
@@ -160,85 +131,21 @@ export class Engine {
    * Throws only for a function that does not exist (or is disabled when `requireEnabled`).
    */
   async run(name: string, args: unknown, options: RunOptions): Promise<RunResult> {
-    const { record, compiled } = this.functions.load(name);
-    if (options.requireEnabled && !record.enabled) throw new StudioError('disabled', `function "${name}" is disabled; enable it to call it`);
-    const runId = randomUUID();
-    const startedAt = new Date().toISOString();
-    const started = performance.now();
-    const trace: TraceEntry[] = [];
-    const redactor = new Redactor();
-    let result: RunResult;
-
-    const argProblem = this.#schemas.check(record.inputSchema, args, `${name}'s inputSchema`, 'args');
-    if (argProblem !== undefined) {
-      result = {
-        ok: false,
-        runId,
-        error: { code: 'bad_input', message: `invalid arguments: ${argProblem}` },
-        logs: [],
-        trace,
-        metrics: { durationMs: 0, resultBytes: 0 },
-      };
-    } else {
-      const limits = effectiveLimits(record);
-      const { executor, guardedFetch, resolver } = await this.#loadSandbox();
-      const outcome = await executor.run({
-        functionName: name,
-        compiled,
-        limits,
-        argsJson: JSON.stringify(args ?? {}),
-        runId,
-        measureHeap: options.caller !== 'mcp',
-        signal: options.signal,
-        onLog: options.onLog && ((entry) => options.onLog?.(redactor.active ? { ...entry, message: redactor.text(entry.message) } : entry)),
-        onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),
-        fetch: (request, signal) =>
-          guardedFetch(request, {
-            allowedHosts: record.allowedHosts,
-            maxResponseBytes: limits.responseBytes,
-            credential: async (credentialName) => {
-              const injection = await this.credentials.injection(credentialName, record.credentials);
-              redactor.add(credentialName, injection.secret);
-              if (injection.header) redactor.add(credentialName, injection.header[1]);
-              return injection;
-            },
-            resolver,
-            signal,
-            trace: (entry) => trace.push(entry),
-          }),
-      });
-      const metrics = { durationMs: outcome.durationMs, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
-      if (outcome.ok) {
-        const outputProblem =
-          record.outputSchema && outcome.content === undefined ? this.#schemas.check(record.outputSchema, outcome.value, `${name}'s outputSchema`, 'result') : undefined;
-        result =
-          outputProblem === undefined
-            ? { ok: true, runId, value: outcome.value, ...(outcome.content ? { content: outcome.content } : {}), logs: outcome.logs, trace, metrics }
-            : { ok: false, runId, error: { code: 'output_invalid', message: `the result does not match the outputSchema: ${outputProblem}` }, logs: outcome.logs, trace, metrics };
-      } else {
-        result = { ok: false, runId, error: outcome.error, logs: outcome.logs, trace, metrics };
-      }
-      result = redactor.json(result);
-    }
-
-    const audit: RunRecord = {
-      id: runId,
-      functionName: name,
-      caller: options.caller,
-      clientName: options.client?.name,
-      clientVersion: options.client?.version,
-      transport: options.transport,
-      profile: options.profile,
-      args: redactor.json(args),
-      startedAt,
-      durationMs: Math.round((performance.now() - started) * 100) / 100,
-      ok: result.ok,
-      errorCode: result.ok ? undefined : result.error.code,
-      errorMessage: result.ok ? undefined : result.error.message.slice(0, 2000),
-      bytesOut: result.metrics.resultBytes,
-    };
-    this.runs.record(audit);
-    return result;
+    return runFunction(
+      {
+        functions: this.functions,
+        credentials: this.credentials,
+        runs: this.runs,
+        schemas: this.#schemas,
+        sandbox: async () => {
+          const { executor, guardedFetch, resolver } = await this.#loadSandbox();
+          return { sandbox: executor, guardedFetch, resolver };
+        },
+      },
+      name,
+      args,
+      options,
+    );
   }
 
   /**

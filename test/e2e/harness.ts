@@ -5,10 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createStudioApi, type StudioApiServer } from '../../src-main/app/studioApi.ts';
-import { EVENT_NAMES } from '../../src-preload/contract.ts';
-import { createEngine, McpHttpHost, type Engine } from '../../src-main/engine/index.ts';
-import { CALLABLE_BIN, REPO } from '../support/callable.ts';
+import { EngineProcess } from '../../src-main/app/engineProcess.ts';
+import { resolveNodeRuntime } from '../../src-main/app/nodeRuntime.ts';
+import { EVENT_NAMES, type MethodName, type RequestOf, type ResponseOf } from '../../src-preload/contract.ts';
+import { REPO } from '../support/callable.ts';
 
 export const RENDERER_DIR = join(REPO, 'out/renderer');
 export const SCREENSHOTS = join(REPO, 'test-results/screenshots');
@@ -70,24 +70,37 @@ async function bridgeScript(): Promise<string> {
 }
 
 export interface Studio {
-  engine: Engine;
-  api: StudioApiServer;
+  /** The relay Electron main uses, bound to a real engine process on `dataDir`. */
+  relay: EngineProcess;
+  /** A bridge call as the page makes it, through the same relay; rejects with the error envelope. */
+  call<M extends MethodName>(method: M, request: RequestOf<M>): Promise<ResponseOf<M>>;
   page: Page;
   dataDir: string;
   pageErrors: string[];
   close(): Promise<void>;
 }
 
+/** A real engine process (src-main/studio/main.ts) on `dataDir`, run by this Node, behind the relay main uses. */
+async function startEngine(dataDir: string, onStatus?: ConstructorParameters<typeof EngineProcess>[0]['onStatus']): Promise<EngineProcess> {
+  const relay = new EngineProcess({
+    node: resolveNodeRuntime({ env: { ...process.env, CALLABLE_NODE: process.execPath } }),
+    entry: join(REPO, 'src-main/studio/main.ts'),
+    args: ['--data-dir', dataDir, '--mcp-port', '0'],
+    onStatus,
+    diagnostic: (message) => process.stderr.write(`relay: ${message}\n`),
+  });
+  await relay.start();
+  return relay;
+}
+
 /**
- * The real renderer in Debian's Chromium, with window.studio bound to the real engine in this
- * process (a temp data dir, the real keychain): the same studioApi main registers on ipcMain.
+ * The real renderer in Debian's Chromium, with window.studio bound to a real engine process
+ * (a temp data dir, the real keychain) through the relay Electron main uses.
  */
 export async function openStudio(): Promise<Studio> {
   const dataDir = mkdtempSync(join(tmpdir(), 'callable-e2e-'));
-  const engine = createEngine({ dataDir });
-  const mcp = new McpHttpHost(engine, { port: 0 });
-  const api = createStudioApi({ engine, mcp, resourcesDir: join(REPO, 'resources'), callableCommand: CALLABLE_BIN, diagnostic: () => {} });
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH`);
+  const relay = await startEngine(dataDir);
   const renderer = await serveRenderer();
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -96,27 +109,28 @@ export async function openStudio(): Promise<Studio> {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
-  await page.exposeFunction('__studioInvoke', (channel: string, payload: unknown) => api.dispatch(channel, payload));
+  await page.exposeFunction('__studioInvoke', (channel: string, payload: unknown) => relay.invoke(channel, payload));
   await page.addInitScript({ content: await bridgeScript() });
   const unsubscribe = EVENT_NAMES.map((event) =>
-    api.subscribe(event, (payload) => {
+    relay.subscribe(event, (payload: unknown) => {
       page.evaluate(([e, p]) => (window as unknown as { __studioEmit: (e: string, p: unknown) => void }).__studioEmit(e as string, p), [event, payload] as const).catch(() => {});
     }),
   );
-  await mcp.start();
   await page.goto(renderer.url);
   return {
-    engine,
-    api,
+    relay,
+    async call(method, request) {
+      const envelope = await relay.invoke(method, request);
+      if (!envelope.ok) throw Object.assign(new Error(`${method}: ${envelope.error.message}`), envelope.error);
+      return envelope.value as never;
+    },
     page,
     dataDir,
     pageErrors,
     async close() {
       for (const u of unsubscribe) u();
       await browser.close();
-      api.close();
-      await mcp.stop();
-      engine.close();
+      await relay.close();
       await new Promise<void>((resolve) => renderer.server.close(() => resolve()));
       rmSync(dataDir, { recursive: true, force: true });
     },

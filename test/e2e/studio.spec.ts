@@ -4,7 +4,7 @@ import { vendorServer } from '../support/vendor.ts';
 import { openStudio, type Studio } from './harness.ts';
 import { StudioPage } from './studioPage.ts';
 
-describe('the studio in a real browser, bound to the real engine', () => {
+describe('the studio in a real browser, bound to a real engine process', () => {
   let studio: Studio;
   let ui: StudioPage;
   let vendor: Awaited<ReturnType<typeof vendorServer>>;
@@ -35,7 +35,7 @@ describe('the studio in a real browser, bound to the real engine', () => {
     await ui.replaceCode('export default async function (args: Args, ctx: Ctx) {\n  const words = args.text.split(/\\s+/).filter(Boolean);\n  ctx.log(`counted ${words.length} words`);\n  return { words: words.length, sentences: 1, characters: args.text.length, topWords: [] };\n}\n');
     await ui.save();
     await expect.poll(() => ui.compileError().count()).toBe(0);
-    expect(studio.engine.functions.get('count_words').revision).toBe(2);
+    expect((await studio.call('functions:get', { name: 'count_words' })).revision).toBe(2);
 
     const result = await ui.run({ text: 'one two three' });
     await expect.poll(() => result.textContent()).toContain('words: 3');
@@ -79,9 +79,10 @@ describe('the studio in a real browser, bound to the real engine', () => {
     await ui.tab('History');
     await expect.poll(() => ui.page.getByRole('button', { name: 'Re-run' }).count()).toBeGreaterThan(0);
     await ui.screenshot('06-history');
-    const before = studio.engine.runs.list({ functionName: 'translate_local' }).length;
+    const runs = async (): Promise<number> => (await studio.call('runs:list', { name: 'translate_local', limit: 500 })).length;
+    const before = await runs();
     await ui.page.getByRole('button', { name: 'Re-run' }).first().click();
-    await expect.poll(() => studio.engine.runs.list({ functionName: 'translate_local' }).length).toBe(before + 1);
+    await expect.poll(runs).toBe(before + 1);
   });
 
   it('disabling a function in the studio changes the tool list of a connected stdio MCP client', async () => {
@@ -105,6 +106,19 @@ describe('the studio in a real browser, bound to the real engine', () => {
     await expect.poll(() => ui.page.getByText(/http:\/\/127\.0\.0\.1:\d+\/mcp/).count()).toBeGreaterThan(0);
     expect(await ui.page.content()).toContain('bin/callable.js');
     await ui.screenshot('07-mcp');
+  });
+
+  it('when the engine process dies, the window says so, and the studio works again once it is restarted', async () => {
+    await ui.goTo('Functions');
+    const banner = ui.page.getByTestId('engine-banner');
+    process.kill(studio.relay.pid!, 'SIGKILL');
+    await banner.waitFor();
+    expect(await banner.textContent()).toBe('The engine process was killed by SIGKILL; restarting it…');
+    await ui.screenshot('08-engine-restarting');
+    await banner.waitFor({ state: 'detached', timeout: 20_000 });
+    await ui.functionItem('count_words').click();
+    const result = await ui.run({ text: 'still here' });
+    await expect.poll(() => result.textContent()).toContain('words: 2');
   });
 
   it('raised no errors in the page', () => {

@@ -1,6 +1,6 @@
 import { serialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { encodeFrame, FrameReader, HostMessageSchema, MAX_FRAME_BYTES, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
+import { encodeFrame, FrameReader, HostMessageCheck, MAX_FRAME_BYTES, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
 
 // What the engine accepts from a sandbox host: a host is treated as possibly compromised, so every
 // frame is bounded before it is read and every message is checked before it is acted on.
@@ -8,7 +8,7 @@ import { encodeFrame, FrameReader, HostMessageSchema, MAX_FRAME_BYTES, type Host
 function reader() {
   const messages: HostMessage[] = [];
   const violations: string[] = [];
-  const r = new FrameReader<HostMessage>(HostMessageSchema, (m) => messages.push(m), (v) => violations.push(v));
+  const r = new FrameReader<HostMessage>(HostMessageCheck, (m) => messages.push(m), (v) => violations.push(v));
   return { r, messages, violations };
 }
 

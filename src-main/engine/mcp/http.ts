@@ -3,7 +3,8 @@ import { hostHeaderValidation, localhostHostValidation, localhostOriginValidatio
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tokenMatches, type Engine } from '../index.ts';
+import { timingSafeEqual } from 'node:crypto';
+import type { McpEnginePort as Engine } from './port.ts';
 import { ToolServer } from './server.ts';
 
 export interface HttpOptions {
@@ -21,6 +22,13 @@ export interface RunningHttpServer {
   url: string;
   port: number;
   close(): Promise<void>;
+}
+
+/** Constant-time comparison of a presented token with the expected one. */
+export function tokenMatches(presented: string, expected: string): boolean {
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);

@@ -1,4 +1,4 @@
-import type { Engine } from '../index.ts';
+import type { McpEnginePort as Engine } from './port.ts';
 import type { McpStatus } from '../model/index.ts';
 import type { RunningHttpServer } from './http.ts';
 

@@ -1,9 +1,11 @@
 import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpServerFactory, type Tool } from '@modelcontextprotocol/server';
-import type { Engine } from '../index.ts';
+import type { McpEnginePort as Engine, McpRunOptions } from './port.ts';
 import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../model/index.ts';
 
 export const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
 
+/** How long a result waits behind a progress notice sent just before it. */
+const PROGRESS_GAP_MS = 20;
 const FIND_TOOL = 'find_functions';
 const CALL_TOOL = 'call_function';
 const MCP_LEVEL: Record<LogLevel, 'debug' | 'info' | 'warning' | 'error'> = { debug: 'debug', info: 'info', warn: 'warning', error: 'error' };
@@ -108,13 +110,14 @@ export class ToolServer {
       const client = envelopeInfo ?? server.getClientVersion();
       const progressToken = ctx.mcpReq._meta?.progressToken;
       const sent: Array<Promise<unknown>> = [];
+      let lastProgressAt = -Infinity;
       const runOptions = {
         caller: 'mcp' as const,
         client: client ? { name: client.name, version: client.version } : undefined,
         transport: this.#options.transport,
         profile: this.#options.profile,
         signal: ctx.mcpReq.signal,
-        requireEnabled: true,
+        requireEnabled: true as const,
         onLog: (entry: { level: LogLevel; message: string }) => {
           sent.push(ctx.mcpReq.log(MCP_LEVEL[entry.level], entry.message, 'function').catch(() => {}));
         },
@@ -122,14 +125,19 @@ export class ToolServer {
           progressToken === undefined
             ? undefined
             : (update: { progress: number; total?: number; message?: string }) => {
+                lastProgressAt = performance.now();
                 sent.push(ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...update } }).catch(() => {}));
               },
       };
 
-      // A call's notifications go out before its result.
+      // A call's notifications go out before its result. Clients on the v1 SDK hand progress
+      // notices to their callback a turn late and drop one that arrives in the same read as the
+      // result, so a result right behind a progress notice waits a few milliseconds.
       const settled = async (result: Promise<CallToolResult>): Promise<CallToolResult> => {
         const value = await result;
         await Promise.all(sent);
+        const sinceProgress = performance.now() - lastProgressAt;
+        if (sinceProgress < PROGRESS_GAP_MS) await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS - sinceProgress));
         return value;
       };
       const target = this.#lookup(name, profile);
@@ -194,7 +202,7 @@ export class ToolServer {
     return { content: [{ type: 'text', text: JSON.stringify(matches, null, 2) }] };
   }
 
-  async #call(server: Server, fn: FunctionRecord, args: unknown, options: Parameters<Engine['run']>[2], viaMeta = false): Promise<CallToolResult> {
+  async #call(server: Server, fn: FunctionRecord, args: unknown, options: McpRunOptions, viaMeta = false): Promise<CallToolResult> {
     let result: RunResult;
     try {
       result = await this.#engine.run(fn.name, args, options);
@@ -230,14 +238,16 @@ function errorResult(text: string): CallToolResult {
 
 /** A message a model can act on: what went wrong and what to change. */
 function describeFailure(name: string, result: Extract<RunResult, { ok: false }>): string {
-  const { code, message } = result.error;
+  const { code, message, details } = result.error;
   switch (code) {
     case 'bad_input':
-      return `Invalid arguments for ${name}: ${message.replace(/^invalid arguments: /, '')}. Fix the arguments to match the tool's input schema and call again.`;
+      return `Invalid arguments for ${name}: ${typeof details?.problem === 'string' ? details.problem : message}. Fix the arguments to match the tool's input schema and call again.`;
     case 'function_error':
       return `${name} failed: ${message}`;
     case 'cancelled':
       return `${name} was cancelled.`;
+    case 'sandbox_crashed':
+      return `${name} did not finish because its sandbox process stopped: ${message}`;
     case 'timeout':
     case 'memory_limit':
     case 'result_too_large':

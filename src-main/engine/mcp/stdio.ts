@@ -1,6 +1,6 @@
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import type { Readable, Writable } from 'node:stream';
-import type { Engine } from '../index.ts';
+import type { McpEnginePort as Engine } from './port.ts';
 import { ToolServer } from './server.ts';
 
 export interface StdioOptions {

@@ -22,6 +22,8 @@ export const ERROR_CODES = [
   'output_invalid',
   'cancelled',
   'sandbox_crashed',
+  /** Electron main could not reach the engine process (starting, restarting, or no Node 24). */
+  'engine_unavailable',
   'forbidden',
   'internal',
 ] as const;

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
-import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageSchema, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
+import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
 import type { SandboxJob, SandboxOutcome } from './protocol.ts';
 
 const HOST_ENTRY = fileURLToPath(new URL('./host/main.ts', import.meta.url));
@@ -74,7 +74,7 @@ export class HostProcess {
     }, START_TIMEOUT_MS);
 
     const reader = new FrameReader<HostMessage>(
-      HostMessageSchema,
+      HostMessageCheck,
       (message) => {
         if (message.t === 'ready') {
           clearTimeout(startTimer);
@@ -227,7 +227,7 @@ export class HostProcess {
       case 'done': {
         const run = this.#runs.get(message.runId);
         if (!run) return;
-        this.#finish(message.runId, message.outcome as SandboxOutcome);
+        this.#finish(message.runId, message.outcome);
         return;
       }
       case 'ready':

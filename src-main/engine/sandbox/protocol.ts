@@ -4,7 +4,6 @@
 // a host that commits one. The host holds no secret and no database: all it may ask for is a
 // fetch, which the engine answers through its guarded fetch.
 import { deserialize, serialize } from 'node:v8';
-import { z } from 'zod';
 import type { ContentItem, EffectiveLimits, ErrorInfo, LogEntry } from '../model/index.ts';
 
 /** Bumped on any incompatible change; a host of another version is refused at `ready`. */
@@ -13,42 +12,88 @@ export const PROTOCOL_VERSION = 1;
 /** The largest response body (50 MiB) or result (16 MiB) plus room for the envelope. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
 
-const Id = z.string().min(1).max(100);
-const Text = (max: number) => z.string().max(max);
-const Count = z.number().finite();
+export const HEARTBEAT_MS = 200;
 
-const LimitsSchema = z.object({
-  timeoutMs: Count,
-  memoryMb: Count,
-  resultBytes: Count,
-  logBytes: Count,
-  fetchCount: Count,
-  responseBytes: Count,
-});
+// ---- checks: a few small combinators (the host loads no schema library, so it starts fast) ----
 
-const ErrorSchema = z.object({ code: Text(64), message: Text(20_000), details: z.record(z.string(), z.unknown()).optional() });
-const Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected bytes');
-const HeaderPairs = z.array(z.tuple([Text(8192), Text(65_536)])).max(1000);
+/** Returns undefined when `value` fits, else where and why it does not. */
+export type Check<T> = ((value: unknown) => string | undefined) & { readonly __type?: T };
 
-export const OutgoingRequestSchema = z.object({
-  url: Text(16_384),
-  method: Text(32),
+const check = <T>(fn: (value: unknown) => string | undefined): Check<T> => fn as Check<T>;
+const str = (max: number, min = 0): Check<string> =>
+  check((v) => (typeof v !== 'string' ? 'expected a string' : v.length > max ? `longer than ${max}` : v.length < min ? 'empty' : undefined));
+const num: Check<number> = check((v) => (typeof v === 'number' && Number.isFinite(v) ? undefined : 'expected a finite number'));
+const bool: Check<boolean> = check((v) => (typeof v === 'boolean' ? undefined : 'expected a boolean'));
+const bytes: Check<Uint8Array> = check((v) => (v instanceof Uint8Array ? undefined : 'expected bytes'));
+const unknownValue: Check<unknown> = check(() => undefined);
+const oneOf = <const V extends string>(...values: V[]): Check<V> => check((v) => (values.includes(v as V) ? undefined : `expected one of ${values.join(', ')}`));
+const optional = <T>(inner: Check<T>): Check<T | undefined> => check((v) => (v === undefined ? undefined : inner(v)));
+const array = <T>(item: Check<T>, max: number): Check<T[]> =>
+  check((v) => {
+    if (!Array.isArray(v)) return 'expected an array';
+    if (v.length > max) return `more than ${max} items`;
+    for (let i = 0; i < v.length; i++) {
+      const problem = item(v[i]);
+      if (problem) return `[${i}]: ${problem}`;
+    }
+    return undefined;
+  });
+const pair = <A, B>(a: Check<A>, b: Check<B>): Check<[A, B]> => check((v) => (!Array.isArray(v) || v.length !== 2 ? 'expected a pair' : (a(v[0]) ?? b(v[1]))));
+type Shape = Record<string, Check<unknown>>;
+type Infer<S extends Shape> = { [K in keyof S]: S[K] extends Check<infer T> ? T : never };
+const object = <S extends Shape>(shape: S): Check<Infer<S>> =>
+  check((v) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return 'expected an object';
+    for (const key of Object.keys(shape)) {
+      const problem = shape[key]!((v as Record<string, unknown>)[key]);
+      if (problem) return `${key}: ${problem}`;
+    }
+    return undefined;
+  });
+const record: Check<Record<string, unknown>> = check((v) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? undefined : 'expected an object'));
+/** A message union keyed by `t`: the shape of each kind. */
+const union = <M extends Record<string, Shape>>(kinds: M): Check<{ [K in keyof M]: { t: K } & Infer<M[K]> }[keyof M]> => {
+  const checks = new Map(Object.entries(kinds).map(([t, shape]) => [t, object(shape)]));
+  return check((v) => {
+    const t = (v as { t?: unknown } | null)?.t;
+    const c = typeof t === 'string' ? checks.get(t) : undefined;
+    return c ? c(v) : `unknown message type ${JSON.stringify(t)}`;
+  });
+};
+
+const Id = str(100, 1);
+const ErrorShape = object({ code: str(64), message: str(20_000), details: optional(record) });
+const HeaderPairs = array(pair(str(8192), str(65_536)), 1000);
+const Level = oneOf('debug', 'info', 'warn', 'error');
+
+const OutgoingRequestCheck = object({
+  url: str(16_384),
+  method: str(32),
   headers: HeaderPairs,
-  body: Bytes.optional(),
-  credential: Text(200).optional(),
-  redirect: z.enum(['follow', 'manual', 'error']),
+  body: optional(bytes),
+  credential: optional(str(200)),
+  redirect: oneOf('follow', 'manual', 'error'),
 });
-export type OutgoingRequest = z.infer<typeof OutgoingRequestSchema>;
 
-export const IncomingResponseSchema = z.object({
-  status: Count,
-  statusText: Text(1000),
-  headers: HeaderPairs,
-  url: Text(16_384),
-  redirected: z.boolean(),
-  body: Bytes,
-});
-export type IncomingResponse = z.infer<typeof IncomingResponseSchema>;
+export interface OutgoingRequest {
+  url: string;
+  method: string;
+  headers: Array<[string, string]>;
+  body?: Uint8Array | undefined;
+  credential?: string | undefined;
+  redirect: 'follow' | 'manual' | 'error';
+}
+
+export interface IncomingResponse {
+  status: number;
+  statusText: string;
+  headers: Array<[string, string]>;
+  url: string;
+  redirected: boolean;
+  body: Uint8Array;
+}
+
+const IncomingResponseCheck = object({ status: num, statusText: str(1000), headers: HeaderPairs, url: str(16_384), redirected: bool, body: bytes });
 
 /** A function's module compiled for the sandbox: a classic script whose completion value is its exports. */
 export interface CompiledModule {
@@ -89,52 +134,61 @@ export type SandboxOutcome = ({ ok: true; value: unknown; content?: ContentItem[
 };
 
 const ModuleFields = {
-  fn: Text(64),
-  hash: Text(128),
+  fn: str(64, 1),
+  hash: str(128, 1),
   /** Sent the first time this host meets this version of the module; omitted after. */
-  code: Text(MAX_FRAME_BYTES).optional(),
+  code: optional(str(MAX_FRAME_BYTES)),
 };
+const LimitsCheck = object({ timeoutMs: num, memoryMb: num, resultBytes: num, logBytes: num, fetchCount: num, responseBytes: num });
 
 // ---- engine → host ----
 
-export const EngineMessageSchema = z.discriminatedUnion('t', [
-  z.object({ t: z.literal('run'), runId: Id, ...ModuleFields, limits: LimitsSchema, argsJson: Text(MAX_FRAME_BYTES), measureHeap: z.boolean() }),
-  z.object({ t: z.literal('warm'), ...ModuleFields, memoryMb: Count }),
-  z.object({ t: z.literal('cancel'), runId: Id }),
-  z.object({ t: z.literal('fetched'), runId: Id, op: Count, response: IncomingResponseSchema }),
-  z.object({ t: z.literal('fetchFailed'), runId: Id, op: Count, error: ErrorSchema }),
-]);
-export type EngineMessage = z.infer<typeof EngineMessageSchema>;
+export const EngineMessageCheck = union({
+  run: { runId: Id, ...ModuleFields, limits: LimitsCheck, argsJson: str(MAX_FRAME_BYTES), measureHeap: bool },
+  warm: { ...ModuleFields, memoryMb: num },
+  cancel: { runId: Id },
+  fetched: { runId: Id, op: num, response: IncomingResponseCheck },
+  fetchFailed: { runId: Id, op: num, error: ErrorShape },
+});
+
+/** What the engine sends a host (the compile-time twin of EngineMessageCheck). */
+export type EngineMessage =
+  | { t: 'run'; runId: string; fn: string; hash: string; code?: string; limits: EffectiveLimits; argsJson: string; measureHeap: boolean }
+  | { t: 'warm'; fn: string; hash: string; code?: string; memoryMb: number }
+  | { t: 'cancel'; runId: string }
+  | { t: 'fetched'; runId: string; op: number; response: IncomingResponse }
+  | { t: 'fetchFailed'; runId: string; op: number; error: ErrorInfo | { code: string; message: string; details?: Record<string, unknown> } };
 
 // ---- host → engine ----
 
-export const OutcomeSchema = z.intersection(
-  z.union([
-    z.object({ ok: z.literal(true), value: z.unknown(), content: z.array(z.record(z.string(), z.unknown())).optional() }),
-    z.object({ ok: z.literal(false), error: ErrorSchema }),
-  ]),
-  z.object({
-    logs: z.array(z.object({ level: z.enum(['debug', 'info', 'warn', 'error']), message: z.string(), at: Count })),
-    durationMs: Count,
-    heapBytes: Count.optional(),
-    resultBytes: Count,
-  }),
-);
+const OutcomeCheck = check((v) => {
+  const base = object({ ok: bool, logs: array(object({ level: Level, message: str(MAX_FRAME_BYTES), at: num }), 1_000_000), durationMs: num, heapBytes: optional(num), resultBytes: num })(v);
+  if (base) return base;
+  const o = v as { ok: boolean };
+  return o.ok ? object({ value: unknownValue, content: optional(array(record, 10_000)) })(v) : object({ error: ErrorShape })(v);
+});
 
-export const HostMessageSchema = z.discriminatedUnion('t', [
-  z.object({ t: z.literal('ready'), version: z.number(), pid: z.number() }),
-  z.object({ t: z.literal('log'), runId: Id, level: z.enum(['debug', 'info', 'warn', 'error']), message: z.string(), at: Count }),
-  z.object({ t: z.literal('progress'), runId: Id, progress: Count, total: Count.optional(), message: Text(1000).optional() }),
-  z.object({ t: z.literal('fetch'), runId: Id, op: Count, request: OutgoingRequestSchema }),
-  z.object({ t: z.literal('done'), runId: Id, outcome: OutcomeSchema }),
+export const HostMessageCheck = union({
+  ready: { version: num, pid: num },
+  log: { runId: Id, level: Level, message: str(MAX_FRAME_BYTES), at: num },
+  progress: { runId: Id, progress: num, total: optional(num), message: optional(str(1000)) },
+  fetch: { runId: Id, op: num, request: OutgoingRequestCheck },
+  done: { runId: Id, outcome: OutcomeCheck },
   /** Every HEARTBEAT_MS: the host's resident size and the cap it holds itself to. */
-  z.object({ t: z.literal('beat'), rssBytes: Count, capBytes: Count, runs: Count }),
+  beat: { rssBytes: num, capBytes: num, runs: num },
   /** The host went over its memory cap and is about to end itself; `suspects` are the runs that were allocating. */
-  z.object({ t: z.literal('overCap'), rssBytes: Count, capBytes: Count, suspects: z.array(Id) }),
-]);
-export type HostMessage = z.infer<typeof HostMessageSchema>;
+  overCap: { rssBytes: num, capBytes: num, suspects: array(Id, 10_000) },
+});
 
-export const HEARTBEAT_MS = 200;
+/** What a host sends the engine (the compile-time twin of HostMessageCheck). */
+export type HostMessage =
+  | { t: 'ready'; version: number; pid: number }
+  | ({ t: 'log'; runId: string } & LogEntry)
+  | { t: 'progress'; runId: string; progress: number; total?: number | undefined; message?: string | undefined }
+  | { t: 'fetch'; runId: string; op: number; request: OutgoingRequest }
+  | { t: 'done'; runId: string; outcome: SandboxOutcome }
+  | { t: 'beat'; rssBytes: number; capBytes: number; runs: number }
+  | { t: 'overCap'; rssBytes: number; capBytes: number; suspects: string[] };
 
 // ---- framing ----
 
@@ -147,24 +201,23 @@ export function encodeFrame(message: EngineMessage | HostMessage): Buffer {
 }
 
 /**
- * Reassembles frames from a byte stream and checks each message against `schema`. A frame over the
- * size bound, bytes that do not deserialize, or a message that fails the schema calls `onViolation`
- * once and stops reading: the peer is not to be trusted after that.
+ * Reassembles frames from a byte stream and checks each message. A frame over the size bound,
+ * bytes that do not deserialize, or a message that fails its check calls `onViolation` once and
+ * stops reading: the peer is not to be trusted after that.
  */
 export class FrameReader<T> {
-  readonly #schema: z.ZodType<T>;
+  readonly #check: Check<unknown>;
   readonly #onMessage: (message: T) => void;
   readonly #onViolation: (reason: string) => void;
   #chunks: Buffer[] = [];
   #buffered = 0;
   #broken = false;
 
-  constructor(schema: z.ZodType<T>, onMessage: (message: T) => void, onViolation: (reason: string) => void) {
-    this.#schema = schema;
+  constructor(check: Check<unknown>, onMessage: (message: T) => void, onViolation: (reason: string) => void) {
+    this.#check = check;
     this.#onMessage = onMessage;
     this.#onViolation = onViolation;
   }
-
   push(chunk: Buffer): void {
     if (this.#broken) return;
     this.#chunks.push(chunk);
@@ -181,9 +234,9 @@ export class FrameReader<T> {
       } catch {
         return this.#violate('a frame that does not deserialize');
       }
-      const parsed = this.#schema.safeParse(value);
-      if (!parsed.success) return this.#violate(`a malformed message (${parsed.error.issues[0]?.path.join('.') ?? '?'}: ${parsed.error.issues[0]?.message ?? ''})`);
-      this.#onMessage(parsed.data);
+      const problem = this.#check(value);
+      if (problem !== undefined) return this.#violate(`a malformed message (${problem})`);
+      this.#onMessage(value as T);
       if (this.#broken) return;
     }
   }

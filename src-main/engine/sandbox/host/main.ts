@@ -6,8 +6,8 @@
 // allocating). The engine watches its heartbeat and kills it when it wedges.
 import module from 'node:module';
 import { Socket } from 'node:net';
-import { ERROR_CODES, StudioError, type ErrorCode } from '../../model/index.ts';
-import { EngineMessageSchema, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../protocol.ts';
+import { ERROR_CODES, StudioError, type ErrorCode } from '../../model/errors.ts';
+import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../protocol.ts';
 import { SandboxExecutor } from './executor.ts';
 
 module.enableCompileCache?.();
@@ -39,7 +39,7 @@ function die(): never {
   throw new Error('unreachable');
 }
 
-const reader = new FrameReader<EngineMessage>(EngineMessageSchema, handle, (reason) => {
+const reader = new FrameReader<EngineMessage>(EngineMessageCheck, handle, (reason) => {
   process.stderr.write(`sandbox host: the engine sent ${reason}; exiting\n`);
   die();
 });

@@ -10,7 +10,6 @@
 // The function returns [settle, invoke]: the host calls settle(id, ok, value) to finish an async
 // host operation, and invoke(moduleExports, argsJson, functionName, runId, deadline) to run the handler.
 
-/* eslint-disable */
 export function callablePrelude(hostSync, hostStart) {
   'use strict';
   const G = globalThis;

@@ -1,11 +1,12 @@
 // The studio's API behind the bridge: one handler per contract method, each validated by the
-// contract's schema. No Electron here: main registers these on ipcMain, and the end-to-end tests
-// bind them to a real page, so both run the same code against the real engine.
+// contract's schema. Runs in the engine process (src-main/studio/main.ts), which answers the
+// calls Electron main relays to it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf } from '../../src-preload/contract.ts';
-import { defaultDataDir, formatZodError, readFunctionFolders, specOf, StudioError, toErrorInfo, type Engine, type FunctionSpec, type McpHttpHost } from '../engine/index.ts';
+import { defaultDataDir, formatZodError, readFunctionFolders, specOf, StudioError, toErrorInfo, type Engine, type ErrorInfo, type FunctionSpec } from '../engine/index.ts';
+import type { McpHttpHost } from '../engine/mcp/httpHost.ts';
 
 export interface StudioHost {
   engine: Engine;
@@ -21,7 +22,7 @@ type Handlers = { [M in MethodName]: (request: z.output<(typeof contract)[M]['re
 
 export interface StudioApiServer {
   /** Validates and runs one call; never throws: errors come back as `{ ok: false, error }`. */
-  dispatch(channel: string, payload: unknown): Promise<Envelope<unknown>>;
+  dispatch(channel: string, payload: unknown): Promise<Exclude<Envelope<unknown>, { ok: false }> | { ok: false; error: ErrorInfo }>;
   subscribe<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void;
   close(): void;
 }

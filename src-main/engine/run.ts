@@ -1,0 +1,118 @@
+// One run, start to end: load once, decide enabled once, validate the arguments, run in the
+// sandbox with the function's egress policy and credentials, check the output, redact secrets,
+// record. The facade, the CLI, the studio and MCP all come through here.
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { RunLedger } from './audit/ledger.ts';
+import type { CredentialService } from './credentials/credentials.ts';
+import { Redactor } from './credentials/redact.ts';
+import type { FunctionRepository } from './functions/repository.ts';
+import type { SchemaValidator } from './functions/schemas.ts';
+import { effectiveLimits, StudioError, type Caller, type LogEntry, type RunRecord, type RunResult, type TraceEntry } from './model/index.ts';
+import type { guardedFetch as GuardedFetch, Resolver } from './net/guardedFetch.ts';
+import type { ProgressUpdate } from './sandbox/protocol.ts';
+import type { Sandbox } from './sandbox/sandbox.ts';
+
+export interface RunOptions {
+  caller: Caller;
+  client?: { name?: string | undefined; version?: string | undefined } | undefined;
+  transport?: string | undefined;
+  profile?: string | undefined;
+  signal?: AbortSignal | undefined;
+  onLog?: ((entry: LogEntry) => void) | undefined;
+  onProgress?: ((update: ProgressUpdate) => void) | undefined;
+  /** MCP calls only run enabled functions; the console and CLI may run a disabled one. */
+  requireEnabled?: boolean | undefined;
+}
+
+export interface RunDeps {
+  functions: FunctionRepository;
+  credentials: CredentialService;
+  runs: RunLedger;
+  schemas: SchemaValidator;
+  /** The sandbox and the network stack, loaded on first use. */
+  sandbox: () => Promise<{ sandbox: Sandbox; guardedFetch: typeof GuardedFetch; resolver: Resolver }>;
+}
+
+/** Runs a function once (see Engine.run). Throws only for a function that does not exist or is disabled when required. */
+export async function runFunction(deps: RunDeps, name: string, args: unknown, options: RunOptions): Promise<RunResult> {
+  const { record, compiled } = deps.functions.load(name);
+  if (options.requireEnabled && !record.enabled) throw new StudioError('disabled', `function "${name}" is disabled; enable it to call it`);
+  const runId = randomUUID();
+  const startedAt = new Date().toISOString();
+  const started = performance.now();
+  const trace: TraceEntry[] = [];
+  const redactor = new Redactor();
+  let result: RunResult;
+
+  const argProblem = deps.schemas.check(record.inputSchema, args, `${name}'s inputSchema`, 'args');
+  if (argProblem !== undefined) {
+    result = {
+      ok: false,
+      runId,
+      error: { code: 'bad_input', message: `invalid arguments: ${argProblem}`, details: { problem: argProblem } },
+      logs: [],
+      trace,
+      metrics: { durationMs: 0, resultBytes: 0 },
+    };
+  } else {
+    const limits = effectiveLimits(record);
+    const { sandbox, guardedFetch, resolver } = await deps.sandbox();
+    const outcome = await sandbox.run({
+      functionName: name,
+      compiled,
+      limits,
+      argsJson: JSON.stringify(args ?? {}),
+      runId,
+      measureHeap: options.caller !== 'mcp',
+      signal: options.signal,
+      onLog: options.onLog && ((entry) => options.onLog?.(redactor.active ? { ...entry, message: redactor.text(entry.message) } : entry)),
+      onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),
+      fetch: (request, signal) =>
+        guardedFetch(request, {
+          allowedHosts: record.allowedHosts,
+          maxResponseBytes: limits.responseBytes,
+          credential: async (credentialName) => {
+            const injection = await deps.credentials.injection(credentialName, record.credentials);
+            redactor.add(credentialName, injection.secret);
+            if (injection.header) redactor.add(credentialName, injection.header[1]);
+            return injection;
+          },
+          resolver,
+          signal,
+          trace: (entry) => trace.push(entry),
+        }),
+    });
+    const metrics = { durationMs: outcome.durationMs, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
+    if (outcome.ok) {
+      const outputProblem =
+        record.outputSchema && outcome.content === undefined ? deps.schemas.check(record.outputSchema, outcome.value, `${name}'s outputSchema`, 'result') : undefined;
+      result =
+        outputProblem === undefined
+          ? { ok: true, runId, value: outcome.value, ...(outcome.content ? { content: outcome.content } : {}), logs: outcome.logs, trace, metrics }
+          : { ok: false, runId, error: { code: 'output_invalid', message: `the result does not match the outputSchema: ${outputProblem}` }, logs: outcome.logs, trace, metrics };
+    } else {
+      result = { ok: false, runId, error: outcome.error, logs: outcome.logs, trace, metrics };
+    }
+    result = redactor.json(result);
+  }
+
+  const audit: RunRecord = {
+    id: runId,
+    functionName: name,
+    caller: options.caller,
+    clientName: options.client?.name,
+    clientVersion: options.client?.version,
+    transport: options.transport,
+    profile: options.profile,
+    args: redactor.json(args),
+    startedAt,
+    durationMs: Math.round((performance.now() - started) * 100) / 100,
+    ok: result.ok,
+    errorCode: result.ok ? undefined : result.error.code,
+    errorMessage: result.ok ? undefined : result.error.message.slice(0, 2000),
+    bytesOut: result.metrics.resultBytes,
+  };
+  deps.runs.record(audit);
+  return result;
+}
