@@ -89,3 +89,23 @@ export interface McpStatus {
   /** Why the server is not running, when it failed to start. */
   error?: string;
 }
+
+/** A request a function makes through ctx.fetch, as the sandbox hands it to the guarded fetch. */
+export interface OutgoingRequest {
+  url: string;
+  method: string;
+  headers: Array<[string, string]>;
+  body?: Uint8Array | undefined;
+  credential?: string | undefined;
+  redirect: 'follow' | 'manual' | 'error';
+}
+
+/** What the guarded fetch answers: the body already read, bounded and decompressed. */
+export interface IncomingResponse {
+  status: number;
+  statusText: string;
+  headers: Array<[string, string]>;
+  url: string;
+  redirected: boolean;
+  body: Uint8Array;
+}

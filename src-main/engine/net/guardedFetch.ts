@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import zlib from 'node:zlib';
-import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type TraceEntry } from '../model/index.ts';
+import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
 import { classifyAddress, isIpLiteral, unbracket } from './addresses.ts';
 
 /** Resolves a hostname to every address it has. Injected so tests can make a name resolve anywhere. */
@@ -12,23 +12,6 @@ export type Resolver = (hostname: string) => Promise<Array<{ address: string; fa
 
 export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
-export interface OutgoingRequest {
-  url: string;
-  method: string;
-  headers: Array<[string, string]>;
-  body?: Uint8Array | undefined;
-  credential?: string | undefined;
-  redirect: 'follow' | 'manual' | 'error';
-}
-
-export interface IncomingResponse {
-  status: number;
-  statusText: string;
-  headers: Array<[string, string]>;
-  url: string;
-  redirected: boolean;
-  body: Uint8Array;
-}
 
 /** What a credential adds to a request that is allowed to carry it. */
 export interface CredentialInjection {

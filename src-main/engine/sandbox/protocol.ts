@@ -4,7 +4,9 @@
 // a host that commits one. The host holds no secret and no database: all it may ask for is a
 // fetch, which the engine answers through its guarded fetch.
 import { deserialize, serialize } from 'node:v8';
-import type { ContentItem, EffectiveLimits, ErrorInfo, LogEntry } from '../model/index.ts';
+import type { ContentItem, EffectiveLimits, ErrorInfo, IncomingResponse, LogEntry, OutgoingRequest } from '../model/index.ts';
+
+export type { IncomingResponse, OutgoingRequest };
 
 /** Bumped on any incompatible change; a host of another version is refused at `ready`. */
 export const PROTOCOL_VERSION = 1;
@@ -74,24 +76,6 @@ const OutgoingRequestCheck = object({
   credential: optional(str(200)),
   redirect: oneOf('follow', 'manual', 'error'),
 });
-
-export interface OutgoingRequest {
-  url: string;
-  method: string;
-  headers: Array<[string, string]>;
-  body?: Uint8Array | undefined;
-  credential?: string | undefined;
-  redirect: 'follow' | 'manual' | 'error';
-}
-
-export interface IncomingResponse {
-  status: number;
-  statusText: string;
-  headers: Array<[string, string]>;
-  url: string;
-  redirected: boolean;
-  body: Uint8Array;
-}
 
 const IncomingResponseCheck = object({ status: num, statusText: str(1000), headers: HeaderPairs, url: str(16_384), redirected: bool, body: bytes });
 
