@@ -1,4 +1,4 @@
-// The MCP overhead benchmark (issue #5).
+// The MCP overhead benchmark (issues #5 and #8).
 //
 //   npm run bench                      full run (a few minutes on 2 cores)
 //   npm run bench -- --quick           under a minute, fewer iterations
@@ -8,7 +8,11 @@
 // served by `callable mcp` (stdio) and `callable serve` (Streamable HTTP), by a plain MCP SDK
 // server with no sandbox (the floor, test/bench/plainServer.ts), and by a fresh node process per
 // call (a reference). Targets are called round-robin (the order rotates every round) so machine
-// noise hits them alike; ratios are product over plain from the same run. It only reports: the
+// noise hits them alike; ratios are product over plain from the same run. The floor of the
+// fresh-context model (bare isolated-vm in this process, test/bench/bare.ts) takes its turn in the
+// burst and 16-in-flight rounds like a target. Memory figures count `callable mcp`'s sandbox host
+// processes; three memory bombs (test/bench/bombs.ts) run against a live `callable mcp` at the end,
+// with its hosts' resident size sampled from /proc. It only reports: the
 // exit code is 0 even when a target is missed (1 only when the bench itself could not run).
 // Every loop is bounded in count and time, every child process and temp folder is removed, and
 // everything talks to 127.0.0.1 only.
@@ -19,18 +23,21 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stop as stopEsbuild } from 'esbuild';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
-import { ECHO_INPUT_SCHEMA, ECHO_SOURCE } from './fixture.ts';
+import { BareFloor, FLOOR_MEMORY_MB, FLOOR_SOURCE } from './bare.ts';
+import { BOMB_TIMEOUT_MS, bombs, HostSampler, namedCapMb, outcomeOf, startHangServer } from './bombs.ts';
+import { echoProblem, ECHO_INPUT_SCHEMA, ECHO_SOURCE } from './fixture.ts';
 import { fmt, maxOf, mean, median, minOf, quantile, rotate, round, table } from './stats.ts';
 import {
   killEverything,
   plainStdio,
   productStdio,
   REPO,
-  rssKiB,
+  sandboxHostPids,
   startHttp,
   startStdio,
   subprocessTarget,
   trackDir,
+  treeRssKiB,
   NO_SNAPSHOT,
   type CallOutcome,
   type Target,
@@ -65,14 +72,14 @@ const FULL_MEMLIMIT_CALLS = 15_000;
 /** Counts and time bounds (ms) of every phase. */
 const CFG = quick
   ? {
-      warmupCalls: 100,
-      startupReps: 4,
+      warmupCalls: 40,
+      startupReps: 2,
       startupMaxMs: 10_000,
       gapMs: 5,
       sparseRounds: 120,
       subprocessEvery: 6,
       settleAfterSubprocessMs: 20,
-      sparseMaxMs: 10_000,
+      sparseMaxMs: 5_000,
       burstRounds: 10,
       burstBlockMs: 50,
       burstMaxMs: 5_000,
@@ -81,11 +88,13 @@ const CFG = quick
       inflightBlockMs: 150,
       inflightMaxMs: 6_000,
       blockMaxCalls: 20_000,
-      memlimitCalls: 2_000,
+      memlimitCalls: 1_500,
       memlimitMaxMs: 10_000,
       rssFunctions: 100,
-      rssIdleMs: 1_000,
+      rssIdleMs: 500,
       rssMaxMs: 10_000,
+      bombSampleMs: 5,
+      bombsMaxMs: 20_000,
       watchdogMs: 58_000,
     }
   : {
@@ -110,10 +119,20 @@ const CFG = quick
       rssFunctions: 100,
       rssIdleMs: 3_000,
       rssMaxMs: 60_000,
+      bombSampleMs: 5,
+      bombsMaxMs: 60_000,
       watchdogMs: 9 * 60_000,
     };
 
-/** Targets from the issue. */
+/**
+ * Targets from the issues. `info` figures have no target; `<=cap` compares each bomb's peak with
+ * the cap its host was held to; `=` on a boolean figure compares 1 (true) / 0 (false).
+ */
+interface FigureTarget {
+  op: '<=' | '>=' | '=' | 'info' | '<=cap';
+  value: number;
+  shown: string;
+}
 const TARGETS = {
   stdio_sparse_p50_ratio: { op: '<=', value: 1.2, shown: '1.2' },
   stdio_sparse_p99_ratio: { op: '<=', value: 1.5, shown: '1.5' },
@@ -124,8 +143,15 @@ const TARGETS = {
   startup_ratio: { op: '<=', value: 1.1, shown: '1.1' },
   warm_function_rss_mib: { op: '<=', value: 1.5, shown: '1.5 MiB' },
   memlimit_spurious_failures: { op: '=', value: 0, shown: '0' },
-} as const;
+  fresh_context_floor_ms: { op: 'info', value: Number.NaN, shown: '(floor)' },
+  stdio_burst_overhead_over_floor: { op: '<=', value: 1.0, shown: '1.0' },
+  stdio_16_inflight_vs_floor: { op: '>=', value: 0.8, shown: '0.8' },
+  bomb_peak_host_rss_mib: { op: '<=cap', value: Number.NaN, shown: 'cap' },
+  bomb_host_cap_mib: { op: 'info', value: Number.NaN, shown: '(cap)' },
+  server_alive_after_bombs: { op: '=', value: 1, shown: 'true' },
+} satisfies Record<string, FigureTarget>;
 type FigureKey = keyof typeof TARGETS;
+const BOOLEAN_FIGURES = new Set<FigureKey>(['server_alive_after_bombs']);
 
 // ------------------------------------------------------------- bookkeeping ----
 
@@ -284,7 +310,11 @@ let B: Target | undefined; // plain stdio
 let D: Target | undefined; // callable serve
 let E: Target | undefined; // plain HTTP
 const C = subprocessTarget(echoModule);
-const idleRss = new Map<string, number>();
+const idleRss = new Map<string, TreeRss>();
+/** The floor: bare isolated-vm in this process; takes a turn in the burst and 16-in-flight rounds. */
+let floor: BareFloor | undefined;
+const FLOOR = 'floor';
+type Turn = Target | typeof FLOOR;
 
 /**
  * Each target in turn gets two calls 5 ms apart and the second is recorded: it follows exactly a
@@ -314,9 +344,10 @@ async function sparsePhase(): Promise<void> {
   }
 }
 
-/** Rounds of back-to-back calls, each target for the same stretch of time per round. */
+/** Rounds of back-to-back calls, each target (and the floor) for the same stretch of time per round. */
 async function burstPhase(): Promise<void> {
-  const targets = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const targets: Turn[] = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  if (floor) targets.push(FLOOR);
   const until = performance.now() + CFG.burstMaxMs;
   for (let r = 0; r < CFG.burstRounds; r++) {
     if (performance.now() > until) {
@@ -324,6 +355,11 @@ async function burstPhase(): Promise<void> {
       break;
     }
     for (const t of rotate(targets, r)) {
+      if (t === FLOOR) {
+        const s = S('burst', FLOOR);
+        s.wallMs += floor!.syncBlock(CFG.burstBlockMs, until, CFG.blockMaxCalls, (o) => s.add(o));
+        continue;
+      }
       const s = S('burst', t.key);
       await t.call(nextN()); // the block's first call follows an idle stretch: not counted
       const started = performance.now();
@@ -334,9 +370,13 @@ async function burstPhase(): Promise<void> {
   }
 }
 
-/** Rounds of 16 calls in flight, each target for the same stretch of time per round. */
+/**
+ * Rounds of 16 calls in flight, each target for the same stretch of time per round; the floor's
+ * turn is 16 bare loops in flight over one isolate per core (async API).
+ */
 async function inflightPhase(): Promise<void> {
-  const targets = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const targets: Turn[] = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  if (floor) targets.push(FLOOR);
   const until = performance.now() + CFG.inflightMaxMs;
   for (let r = 0; r < CFG.inflightRounds; r++) {
     if (performance.now() > until) {
@@ -344,6 +384,11 @@ async function inflightPhase(): Promise<void> {
       break;
     }
     for (const t of rotate(targets, r)) {
+      if (t === FLOOR) {
+        const s = S('inflight', FLOOR);
+        s.wallMs += await floor!.concurrent(CFG.inflight, Math.min(until, performance.now() + CFG.inflightBlockMs), CFG.blockMaxCalls, (o) => s.add(o));
+        continue;
+      }
       await inflight(t, CFG.blockMaxCalls, CFG.inflight, S('inflight', t.key), 'echo', Math.min(until, performance.now() + CFG.inflightBlockMs));
     }
   }
@@ -356,15 +401,23 @@ async function memlimitPhase(): Promise<void> {
   if (issued < CFG.memlimitCalls) notes.push(`memlimit: stopped at its time bound after ${s.calls} of ${CFG.memlimitCalls} calls`);
 }
 
-let rss = { oneKiB: Number.NaN, allKiB: Number.NaN, perFunctionMiB: Number.NaN, errors: 0 };
+/** VmRSS of a server process plus its child processes (its sandbox hosts), KiB. */
+interface TreeRss {
+  kib: number;
+  childrenKiB: number;
+  processes: number;
+}
+const NO_RSS: TreeRss = { kib: Number.NaN, childrenKiB: Number.NaN, processes: 0 };
+let rss = { one: NO_RSS, all: NO_RSS, perFunctionMiB: Number.NaN, errors: 0 };
 
-async function sampleRss(pid: number | null): Promise<number> {
-  const samples: number[] = [];
+/** Medians of 5 readings 100 ms apart of the process tree's VmRSS. */
+async function sampleRss(pid: number | null): Promise<TreeRss> {
+  const samples: TreeRss[] = [];
   for (let k = 0; k < 5; k++) {
-    samples.push(rssKiB(pid));
+    samples.push(treeRssKiB(pid));
     await sleep(100);
   }
-  return median(samples);
+  return { kib: median(samples.map((x) => x.kib)), childrenKiB: median(samples.map((x) => x.childrenKiB)), processes: maxOf(samples.map((x) => x.processes)) };
 }
 
 async function rssPhase(): Promise<void> {
@@ -376,14 +429,118 @@ async function rssPhase(): Promise<void> {
     // One warm function, host warmed up with it, then idle.
     await sequential(R, 50, s, fnName(0), until);
     await sleep(CFG.rssIdleMs);
-    const oneKiB = await sampleRss(R.pid());
+    const one = await sampleRss(R.pid());
     for (let k = 1; k < CFG.rssFunctions && performance.now() < until; k++) s.add(await R.call(nextN(), fnName(k)));
     await sleep(CFG.rssIdleMs);
-    const allKiB = await sampleRss(R.pid());
-    rss = { oneKiB, allKiB, perFunctionMiB: (allKiB - oneKiB) / (CFG.rssFunctions - 1) / 1024, errors: s.errors };
+    const all = await sampleRss(R.pid());
+    rss = { one, all, perFunctionMiB: (all.kib - one.kib) / (CFG.rssFunctions - 1) / 1024, errors: s.errors };
+    if (one.processes < 2) notes.push(`memory: no sandbox host process was found under callable mcp (pid ${R.pid()}); the figure counts the engine process only`);
     if (s.errors > 0) problems.push(`rss: ${s.errors} calls failed: ${[...s.errorMessages.keys()].join(' | ')}`);
   } finally {
     await R.close();
+  }
+}
+
+interface BombResult {
+  name: string;
+  what: string;
+  outcome: string;
+  text: string;
+  ms: number;
+  /** Highest VmRSS / VmHWM of the hosts seen while it ran (KiB). */
+  peakKiB: number;
+  peakRssKiB: number;
+  peakHwmKiB: number;
+  samples: number;
+  /** The host cap the memory_limit message names (MB), NaN when it names none. */
+  capMb: number;
+  hostsBefore: number[];
+  hostsAfter: number[];
+}
+const bombResults: BombResult[] = [];
+let bombRequests = Number.NaN;
+let alive: { ok: boolean; detail: string } | undefined;
+const bombDir = join(root, 'data-bombs');
+
+/**
+ * A fresh `callable mcp` with echo and the three bombs; each bomb is called once (in turn) while the
+ * hosts' resident size is sampled, then echo is called once: the server must still answer it.
+ */
+async function bombsPhase(): Promise<void> {
+  const until = performance.now() + CFG.bombsMaxMs;
+  const hang = await startHangServer();
+  try {
+    const list = bombs(hang.port);
+    const engine = createEngine({ dataDir: bombDir, secrets: new MemorySecretStore() });
+    try {
+      await engine.saveFunction({ spec: { name: 'echo', description: 'Echoes text and doubles n.', inputSchema: ECHO_INPUT_SCHEMA }, source: ECHO_SOURCE });
+      for (const b of list) {
+        await engine.saveFunction({
+          spec: { name: b.name, description: b.what, language: 'js', timeoutMs: BOMB_TIMEOUT_MS, ...(b.memoryMb ? { memoryMb: b.memoryMb } : {}), ...(b.allowedHosts ? { allowedHosts: b.allowedHosts } : {}) },
+          source: b.source,
+        });
+      }
+    } finally {
+      engine.close();
+    }
+    await stopEsbuild();
+
+    const R = await startStdio({ ...productStdio(bombDir), key: 'product-bombs', label: 'callable mcp (bombs)' });
+    try {
+      const pid = R.pid();
+      if (pid === null) throw new Error('callable mcp has no pid');
+      const first = await R.call(nextN());
+      if (!first.ok) throw new Error(`echo failed before the bombs: ${first.error}`);
+      for (const b of list) {
+        if (performance.now() > until) {
+          notes.push(`bombs: stopped at the time bound before ${b.name}`);
+          break;
+        }
+        const hostsBefore = sandboxHostPids(pid);
+        const sampler = new HostSampler(pid, CFG.bombSampleMs, BOMB_TIMEOUT_MS * 3);
+        const r = await R.callRaw(b.name, {}, BOMB_TIMEOUT_MS * 3);
+        sampler.sample();
+        sampler.stop();
+        const text = r.error ?? r.text;
+        bombResults.push({
+          name: b.name,
+          what: b.what,
+          outcome: r.error ? 'no answer' : outcomeOf(r.text, r.isError),
+          text,
+          ms: r.ms,
+          peakKiB: sampler.peakKiB,
+          peakRssKiB: sampler.peakRssKiB,
+          peakHwmKiB: sampler.peakHwmKiB,
+          samples: sampler.samples,
+          capMb: namedCapMb(text),
+          hostsBefore,
+          hostsAfter: sandboxHostPids(pid),
+        });
+        progress(`bombs: ${b.name}: ${bombResults.at(-1)!.outcome} after ${fmt(r.ms, 0)} ms, host peak ${fmt(sampler.peakKiB / 1024, 0)} MiB`);
+      }
+      bombRequests = hang.requests();
+      // One call: the server answers it correctly, or it is not alive.
+      let serverUp = true;
+      try {
+        process.kill(pid, 0);
+      } catch {
+        serverUp = false;
+      }
+      const after = await R.callRaw('echo', { text: 'hello', n: 21 }, 30_000);
+      let problem: string | undefined = after.error ?? (after.isError ? `isError: ${after.text.slice(0, 300)}` : undefined);
+      if (problem === undefined) {
+        try {
+          problem = echoProblem(JSON.parse(after.text), 21);
+        } catch {
+          problem = `not JSON: ${after.text.slice(0, 200)}`;
+        }
+      }
+      alive = { ok: serverUp && problem === undefined, detail: problem === undefined ? `echo answered in ${fmt(after.ms, 1)} ms${serverUp ? '' : ' (but the process is gone?)'}` : `echo: ${problem}` };
+    } finally {
+      await R.close();
+    }
+  } finally {
+    await hang.close();
   }
 }
 
@@ -393,6 +550,10 @@ async function main(): Promise<number> {
   progress(`${quick ? 'quick' : 'full'} run; temp folder ${root}`);
   if (!(await guarded('seeding the data folders', seed))) return 1;
   progress('seeded: echo, echo_mem32 (memoryMb 32), and 100 functions for the memory figure');
+
+  await guarded('the bare isolated-vm floor', async () => {
+    floor = new BareFloor();
+  });
 
   progress('startup: spawn → first tools/list answer, product / plain / plain with --no-node-snapshot, rotating');
   await guarded('startup', startupPhase);
@@ -412,15 +573,16 @@ async function main(): Promise<number> {
     if (A) await inflight(A, 64, CFG.inflight, S('warmup', 'mem32'), 'echo_mem32');
     await C.call(nextN());
     await sleep(500);
-    for (const t of live) idleRss.set(t.key, rssKiB(t.pid()));
+    for (const t of live) idleRss.set(t.key, treeRssKiB(t.pid()));
   });
 
   progress(`sparse: ${CFG.sparseRounds} rounds of 2 calls ${CFG.gapMs} ms apart per target; the subprocess every ${CFG.subprocessEvery} rounds`);
   await guarded('sparse', sparsePhase);
-  progress(`burst: ${CFG.burstRounds} rounds of ${CFG.burstBlockMs} ms of back-to-back calls per target`);
+  progress(`burst: ${CFG.burstRounds} rounds of ${CFG.burstBlockMs} ms of back-to-back calls per target, the bare isolated-vm floor included`);
   await guarded('burst', burstPhase);
-  progress(`16 in flight: ${CFG.inflightRounds} rounds of ${CFG.inflightBlockMs} ms per target`);
+  progress(`16 in flight: ${CFG.inflightRounds} rounds of ${CFG.inflightBlockMs} ms per target, the floor on ${floor?.cores ?? '?'} isolates included`);
   await guarded('16 in flight', inflightPhase);
+  floor?.dispose();
   progress(`memlimit: ${CFG.memlimitCalls.toLocaleString('en-US')} calls of echo_mem32 (memoryMb 32), 16 in flight`);
   await guarded('memlimit', memlimitPhase);
 
@@ -429,6 +591,9 @@ async function main(): Promise<number> {
 
   progress(`memory: ${CFG.rssFunctions} warm functions in one callable mcp`);
   await guarded('memory', rssPhase);
+
+  progress('bombs: three memory bombs against a fresh callable mcp, hosts sampled every ' + `${CFG.bombSampleMs} ms; then echo`);
+  await guarded('bombs', bombsPhase);
 
   report();
   return problems.length > 0 ? 1 : 0;
@@ -440,9 +605,18 @@ function ratio(a: number, b: number): number {
   return Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : Number.NaN;
 }
 
+/** Each bomb's peak against the cap its host was held to; n/a when no bomb's message named a cap. */
+function bombsWithinCap(): string {
+  const judged = bombResults.filter((b) => Number.isFinite(b.capMb) && Number.isFinite(b.peakKiB));
+  if (judged.length === 0) return 'n/a';
+  return judged.every((b) => b.peakKiB / 1024 <= b.capMb) ? 'met' : 'MISSED';
+}
+
 function met(key: FigureKey, value: number): string {
+  const t: FigureTarget = TARGETS[key];
+  if (t.op === 'info') return '';
+  if (t.op === '<=cap') return bombsWithinCap();
   if (!Number.isFinite(value)) return 'n/a';
-  const t = TARGETS[key];
   const ok = t.op === '<=' ? value <= t.value : t.op === '>=' ? value >= t.value : value === t.value;
   return ok ? 'met' : 'MISSED';
 }
@@ -464,6 +638,11 @@ function report(): void {
   const mem = get('memlimit', pA);
   const startupProduct = median(startup.get(pA) ?? []);
   const startupPlain = median(startup.get(pB) ?? []);
+  const floorMs = get('burst', FLOOR).p(0.5);
+  const burstExtra = get('burst', pA).p(0.5) - get('burst', pB).p(0.5);
+  // The bomb with the highest peak, and the cap its host was held to (as its error message names it).
+  const worstBomb = bombResults.reduce<BombResult | undefined>((w, b) => (w === undefined || b.peakKiB > w.peakKiB ? b : w), undefined);
+  const namedCaps = bombResults.filter((b) => Number.isFinite(b.capMb));
 
   const figures: Record<FigureKey, number> = {
     stdio_sparse_p50_ratio: ratio(get('sparse', pA).p(0.5), get('sparse', pB).p(0.5)),
@@ -475,6 +654,12 @@ function report(): void {
     startup_ratio: ratio(startupProduct, startupPlain),
     warm_function_rss_mib: rss.perFunctionMiB,
     memlimit_spurious_failures: mem.calls > 0 ? mem.errors : Number.NaN,
+    fresh_context_floor_ms: floorMs,
+    stdio_burst_overhead_over_floor: ratio(burstExtra, floorMs),
+    stdio_16_inflight_vs_floor: ratio(get('inflight', pA).perSecond, get('inflight', FLOOR).perSecond),
+    bomb_peak_host_rss_mib: worstBomb ? worstBomb.peakKiB / 1024 : Number.NaN,
+    bomb_host_cap_mib: worstBomb ? worstBomb.capMb : Number.NaN,
+    server_alive_after_bombs: alive === undefined ? Number.NaN : alive.ok ? 1 : 0,
   };
   const basis: Record<FigureKey, string> = {
     stdio_sparse_p50_ratio: `${fmt(get('sparse', pA).p(0.5), 3)} / ${fmt(get('sparse', pB).p(0.5), 3)} ms`,
@@ -484,14 +669,24 @@ function report(): void {
     http_sparse_p50_ratio: `${fmt(get('sparse', pD).p(0.5), 3)} / ${fmt(get('sparse', pE).p(0.5), 3)} ms`,
     subprocess_p50_over_callable_p50: `${fmt(get('sparse', 'subprocess').p(0.5), 1)} / ${fmt(get('sparse', pA).p(0.5), 3)} ms`,
     startup_ratio: `${fmt(startupProduct, 1)} / ${fmt(startupPlain, 1)} ms (medians)`,
-    warm_function_rss_mib: `(${fmt(rss.allKiB / 1024, 1)} − ${fmt(rss.oneKiB / 1024, 1)} MiB) / ${CFG.rssFunctions - 1}`,
+    warm_function_rss_mib: `(${fmt(rss.all.kib / 1024, 1)} − ${fmt(rss.one.kib / 1024, 1)} MiB) / ${CFG.rssFunctions - 1}, engine + ${Math.max(0, rss.all.processes - 1)} child process(es)`,
     memlimit_spurious_failures: `${mem.errors} of ${mem.calls.toLocaleString('en-US')} calls${quick ? ` (quick: ${CFG.memlimitCalls.toLocaleString('en-US')}, not ${FULL_MEMLIMIT_CALLS.toLocaleString('en-US')})` : ''}`,
+    fresh_context_floor_ms: `median of ${get('burst', FLOOR).samples.length.toLocaleString('en-US')} sync iterations, in process, no MCP`,
+    stdio_burst_overhead_over_floor: `(${fmt(get('burst', pA).p(0.5), 3)} − ${fmt(get('burst', pB).p(0.5), 3)}) / ${fmt(floorMs, 3)} ms`,
+    stdio_16_inflight_vs_floor: `${fmt(get('inflight', pA).perSecond, 0)} / ${fmt(get('inflight', FLOOR).perSecond, 0)} calls/s (bare: ${floor?.cores ?? '?'} isolates, async)`,
+    bomb_peak_host_rss_mib: worstBomb ? `${worstBomb.name}; max of VmRSS / VmHWM every ${CFG.bombSampleMs} ms; each bomb vs its own cap below` : 'no bomb ran',
+    bomb_host_cap_mib: worstBomb
+      ? Number.isFinite(worstBomb.capMb)
+        ? `named by ${worstBomb.name}'s memory_limit message`
+        : `${worstBomb.name}'s message names no cap${namedCaps.length ? ` (caps named: ${namedCaps.map((b) => `${b.name} ${b.capMb}`).join(', ')})` : ''}`
+      : 'no bomb ran',
+    server_alive_after_bombs: alive === undefined ? 'not measured' : alive.detail,
   };
 
   const out: string[] = [];
   const cpu = cpus();
   out.push('');
-  out.push(`Callable Studio MCP benchmark (issue #5): ${quick ? 'QUICK run (fewer iterations)' : 'full run'}, ${((performance.now() - benchStarted) / 1000).toFixed(0)} s`);
+  out.push(`Callable Studio MCP benchmark (issues #5, #8): ${quick ? 'QUICK run (fewer iterations)' : 'full run'}, ${((performance.now() - benchStarted) / 1000).toFixed(0)} s`);
   out.push(
     `node ${process.version} (${platform()} ${release()} ${arch()}), ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}; ` +
       `client @modelcontextprotocol/client ${packageVersion('@modelcontextprotocol/client')} (era 2025-11-25, initialize), ` +
@@ -506,8 +701,10 @@ function report(): void {
       ['figure', 'value', 'target', '', 'from'],
       (Object.keys(TARGETS) as FigureKey[]).map((key) => {
         const t = TARGETS[key];
-        const digits = key === 'memlimit_spurious_failures' ? 0 : key === 'subprocess_p50_over_callable_p50' ? 1 : 2;
-        return [key, fmt(figures[key], digits), `${t.op === '=' ? '=' : t.op === '<=' ? '≤' : '≥'} ${t.shown}`, met(key, figures[key]), basis[key]];
+        const digits = key === 'memlimit_spurious_failures' ? 0 : key === 'subprocess_p50_over_callable_p50' || key.startsWith('bomb_') ? 1 : key === 'fresh_context_floor_ms' ? 3 : 2;
+        const value = BOOLEAN_FIGURES.has(key) ? (Number.isFinite(figures[key]) ? String(figures[key] === 1) : '—') : fmt(figures[key], digits);
+        const op = t.op === 'info' ? '' : t.op === '=' ? '= ' : t.op === '>=' ? '≥ ' : '≤ ';
+        return [key, value, t.op === 'info' ? '' : `${op}${t.shown}`, met(key, figures[key]), basis[key]];
       }),
     ),
   );
@@ -519,6 +716,7 @@ function report(): void {
     [pD]: 'product  callable serve (HTTP)',
     [pE]: 'plain    SDK server (HTTP, stateless)',
     subprocess: 'ref      fresh node per call',
+    [FLOOR]: 'floor    bare isolated-vm, in process',
   };
   const plainOf: Record<string, string> = { [pA]: pB, [pD]: pE, subprocess: pB };
   const phases: Array<[string, string]> = [
@@ -530,7 +728,7 @@ function report(): void {
   ];
   const rows: string[][] = [];
   for (const [phase, title] of phases) {
-    for (const key of [pA, pB, pD, pE, 'subprocess']) {
+    for (const key of [pA, pB, pD, pE, 'subprocess', FLOOR]) {
       const s = series.get(`${phase}/${key}`);
       if (!s || s.calls === 0) continue;
       const base = series.get(`${phase}/${plainOf[key] ?? ''}`);
@@ -554,6 +752,7 @@ function report(): void {
   out.push('Latency per call (ms, as the client sees it: request written → result parsed)');
   out.push(table(['phase / target', 'calls', 'err', 'p50', 'p90', 'p99', 'max', 'mean', 'calls/s', 'p50 ×plain', 'p99 ×plain', 'calls/s ×plain'], rows));
   out.push('  (the subprocess row is compared with the plain stdio server; the headline figure divides it by callable mcp)');
+  out.push(`  (floor: fresh context + the echo body + release in this process, no MCP; burst = createContextSync/runSync on one isolate, 16 in flight = the async API over ${floor?.cores ?? '?'} isolates, one per core)`);
   out.push('');
 
   const srows: string[][] = [];
@@ -578,22 +777,50 @@ function report(): void {
   out.push(table(['target', 'reps', 'median', 'min', 'max', '×plain', 'first call p50'], srows));
   out.push('');
 
-  out.push('Memory (VmRSS)');
+  const memRow = (what: string, r: TreeRss | undefined): string[] => [what, fmt((r?.kib ?? Number.NaN) / 1024, 1), fmt((r?.childrenKiB ?? Number.NaN) / 1024, 1), String(r?.processes ?? 0)];
+  out.push('Memory (VmRSS of the server process + VmRSS of its child processes: the sandbox hosts, found via /proc/<pid>/task/*/children)');
   out.push(
     table(
-      ['what', 'MiB'],
+      ['what', 'MiB, all', 'of which children', 'processes'],
       [
-        ['callable mcp, 1 warm function (after 50 calls, idle)', fmt(rss.oneKiB / 1024, 1)],
-        [`callable mcp, ${CFG.rssFunctions} warm functions (each called once, idle)`, fmt(rss.allKiB / 1024, 1)],
-        ['  per additional warm function', fmt(rss.perFunctionMiB, 2)],
-        ['callable mcp after warm-up (echo + echo_mem32 isolates)', fmt((idleRss.get(pA) ?? Number.NaN) / 1024, 1)],
-        ['plain SDK server (stdio) after warm-up', fmt((idleRss.get(pB) ?? Number.NaN) / 1024, 1)],
-        ['callable serve after warm-up', fmt((idleRss.get(pD) ?? Number.NaN) / 1024, 1)],
-        ['plain SDK server (HTTP) after warm-up', fmt((idleRss.get(pE) ?? Number.NaN) / 1024, 1)],
+        memRow('callable mcp, 1 warm function (after 50 calls, idle)', rss.one),
+        memRow(`callable mcp, ${CFG.rssFunctions} warm functions (each called once, idle)`, rss.all),
+        ['  per additional warm function', fmt(rss.perFunctionMiB, 2), fmt((rss.all.childrenKiB - rss.one.childrenKiB) / (CFG.rssFunctions - 1) / 1024, 2), ''],
+        memRow('callable mcp after warm-up (echo + echo_mem32 isolates)', idleRss.get(pA)),
+        memRow('plain SDK server (stdio) after warm-up', idleRss.get(pB)),
+        memRow('callable serve after warm-up', idleRss.get(pD)),
+        memRow('plain SDK server (HTTP) after warm-up', idleRss.get(pE)),
       ],
     ),
   );
+  out.push('  (the 1-function baseline already holds the isolates callable mcp pre-warms when a client lists its tools: up to 8, compiled, never called)');
   out.push('');
+
+  if (bombResults.length > 0 || alive !== undefined) {
+    out.push(`Memory bombs (one fresh callable mcp; function deadline ${BOMB_TIMEOUT_MS / 1000} s; host resident size sampled every ${CFG.bombSampleMs} ms: VmRSS, and VmHWM while the host lives)`);
+    out.push(
+      table(
+        ['bomb', 'outcome', 'ms', 'peak MiB', 'VmRSS max', 'VmHWM max', 'cap MiB (named)', 'within', 'host replaced', 'samples'],
+        bombResults.map((b) => [
+          `${b.name}: ${b.what}`,
+          b.outcome,
+          fmt(b.ms, 0),
+          fmt(b.peakKiB / 1024, 1),
+          fmt(b.peakRssKiB / 1024, 1),
+          fmt(b.peakHwmKiB / 1024, 1),
+          Number.isFinite(b.capMb) ? String(b.capMb) : '—',
+          Number.isFinite(b.capMb) ? (b.peakKiB / 1024 <= b.capMb ? 'yes' : 'NO') : '—',
+          b.hostsBefore.join(',') === b.hostsAfter.join(',') ? 'no' : `${b.hostsBefore.join(',')} → ${b.hostsAfter.join(',')}`,
+          String(b.samples),
+        ]),
+      ),
+    );
+    for (const b of bombResults) out.push(`  ${b.name}: ${b.text.slice(0, 300)}`);
+    if (Number.isFinite(bombRequests)) out.push(`  requests that reached the never-answering 127.0.0.1 server: ${bombRequests}`);
+    out.push(`  after the bombs: ${alive ? `${alive.ok ? 'alive' : 'NOT ALIVE'}: ${alive.detail}` : 'not measured'}`);
+    out.push('  (a cap is reported only as the memory_limit message names it; the bench cannot read a host\'s heartbeat from outside)');
+    out.push('');
+  }
 
   out.push(`memlimit: ${mem.errors} failed of ${mem.calls.toLocaleString('en-US')} calls of a function that uses almost no memory, memoryMb 32, ${CFG.inflight} in flight${quick ? ` — QUICK mode: ${CFG.memlimitCalls.toLocaleString('en-US')} calls, the full run makes ${FULL_MEMLIMIT_CALLS.toLocaleString('en-US')}` : ''}`);
   for (const [message, count] of mem.errorMessages) out.push(`  ${count} × ${message}`);
@@ -613,7 +840,9 @@ function report(): void {
   process.stdout.write(`${out.join('\n')}\n`);
 
   if (jsonPath) {
-    const json = Object.fromEntries((Object.keys(TARGETS) as FigureKey[]).map((key) => [key, round(figures[key])]));
+    const json = Object.fromEntries(
+      (Object.keys(TARGETS) as FigureKey[]).map((key) => [key, BOOLEAN_FIGURES.has(key) ? (Number.isFinite(figures[key]) ? figures[key] === 1 : null) : round(figures[key])]),
+    );
     writeFileSync(jsonPath, `${JSON.stringify(json, null, 2)}\n`);
     process.stdout.write(`wrote ${jsonPath}\n`);
   }

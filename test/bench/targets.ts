@@ -2,7 +2,7 @@
 // and the fresh-subprocess-per-call reference. Every process started here is tracked, so the
 // bench always leaves none behind (including when it is interrupted), and so are temp folders.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -91,6 +91,88 @@ export function rssKiB(pid: number | null): number {
   }
 }
 
+/** A `/proc/<pid>/status` field in kB (VmRSS, VmHWM), or NaN when it cannot be read (gone, not Linux). */
+export function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** The direct children of a process (Linux: /proc/<pid>/task/<tid>/children, else a scan of /proc/<n>/stat). */
+export function childPids(pid: number): number[] {
+  const found = new Set<number>();
+  let viaTasks = false;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+        viaTasks = true;
+        for (const c of text.split(/\s+/)) if (c) found.add(Number(c));
+      } catch {
+        // no children file (kernel without CONFIG_PROC_CHILDREN) or the thread ended
+      }
+    }
+  } catch {
+    return [];
+  }
+  if (viaTasks) return [...found];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // Field 4 of stat is the parent pid; the command (field 2) may hold spaces, so split after its ")".
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) found.add(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return [...found];
+}
+
+/** Every process below `pid` (children, their children, …). */
+export function descendantPids(pid: number): number[] {
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0 && out.length < 1000) {
+    for (const c of childPids(queue.shift()!)) {
+      out.push(c);
+      queue.push(c);
+    }
+  }
+  return out;
+}
+
+/** The sandbox host processes started by an engine process (its children running the host entry). */
+export function sandboxHostPids(enginePid: number): number[] {
+  return childPids(enginePid).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox/host/main');
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** VmRSS of a process plus every process below it (KiB), and how many processes that is. */
+export function treeRssKiB(pid: number | null): { kib: number; childrenKiB: number; processes: number } {
+  if (pid === null) return { kib: Number.NaN, childrenKiB: Number.NaN, processes: 0 };
+  const own = rssKiB(pid);
+  let childrenKiB = 0;
+  let processes = 1;
+  for (const c of descendantPids(pid)) {
+    const kib = rssKiB(c);
+    if (Number.isFinite(kib)) {
+      childrenKiB += kib;
+      processes++;
+    }
+  }
+  return { kib: own + childrenKiB, childrenKiB, processes };
+}
+
 // ---------------------------------------------------------------- targets ----
 
 export interface CallOutcome {
@@ -168,7 +250,21 @@ export function plainStdio(extraNodeFlags: string[] = []): StdioSpec {
  * Spawns a stdio server behind a v2 client and waits for its first tools/list answer.
  * `startupMs` runs from just before the spawn to that answer.
  */
-export async function startStdio(spec: StdioSpec, timeoutMs = 20_000): Promise<Target & { startupMs: number; toolNames: string[] }> {
+/** A tools/call answer as it came, unchecked: for functions that are meant to fail. */
+export interface RawOutcome {
+  ms: number;
+  /** The result's isError flag (false when the call itself failed: see `error`). */
+  isError: boolean;
+  /** The first text item of the result. */
+  text: string;
+  /** Set when there was no result at all (transport closed, timeout). */
+  error?: string;
+}
+
+export async function startStdio(
+  spec: StdioSpec,
+  timeoutMs = 20_000,
+): Promise<Target & { startupMs: number; toolNames: string[]; callRaw(tool: string, args: Record<string, unknown>, timeoutMs: number): Promise<RawOutcome> }> {
   let stderrTail = '';
   const transport = new StdioClientTransport({ command: spec.command, args: spec.args, stderr: 'pipe', cwd: REPO });
   transport.stderr?.on('data', (chunk: Buffer) => {
@@ -195,6 +291,16 @@ export async function startStdio(spec: StdioSpec, timeoutMs = 20_000): Promise<T
     toolNames,
     pid: () => transport.pid,
     call: (i, tool = 'echo') => timedCall(client, tool, i),
+    async callRaw(tool, args, callTimeoutMs) {
+      const t0 = performance.now();
+      try {
+        const r = (await client.callTool({ name: tool, arguments: args }, { timeout: callTimeoutMs })) as { isError?: boolean; content?: Array<{ type?: string; text?: string }> };
+        const text = r.content?.[0]?.type === 'text' ? (r.content[0].text ?? '') : '';
+        return { ms: performance.now() - t0, isError: r.isError === true, text };
+      } catch (error) {
+        return { ms: performance.now() - t0, isError: false, text: '', error: message(error) };
+      }
+    },
     async close() {
       await client.close().catch(() => {});
       transports.delete(transport);
