@@ -17,8 +17,27 @@ process.on('unhandledRejection', (error) => {
   process.stderr.write(`callable: unhandled rejection (kept running): ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
 });
 
+// SIGINT/SIGTERM ask runCli to stop (runs in flight are cancelled and recorded); a second signal,
+// or a shutdown that takes more than a second, ends the process at once, with the same exit code.
+const interruption = new AbortController();
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    const code = signal === 'SIGTERM' ? 143 : 130;
+    if (interruption.signal.aborted) process.exit(code);
+    interruption.abort(signal);
+    setTimeout(() => process.exit(code), 1000).unref();
+  });
+}
+
 const { runCli } = await import('../src-main/cli/index.ts');
-const code = await runCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() });
+const code = await runCli(process.argv.slice(2), {
+  stdin: process.stdin,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  cwd: process.cwd(),
+  interrupt: interruption.signal,
+});
 process.exitCode = code;
 // Servers return when they are done; anything left (timers, sockets) must not hold the exit.
 process.stdout.write('', () => process.exit(code));

@@ -9,6 +9,8 @@ export interface CliIo {
   stderr: Writable;
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Aborted, with the signal's name as reason, when the process is told to stop (SIGINT, SIGTERM). */
+  interrupt?: AbortSignal | undefined;
 }
 
 export const EXIT_OK = 0;
@@ -23,6 +25,8 @@ export interface CommandContext {
   /** Opens the engine on the chosen data folder (lazily: `--help` needs none). */
   engine: () => Engine;
   dataDir: string;
+  /** Aborted when the process is told to stop; commands that wait (serve) end on it. */
+  interrupted: AbortSignal;
   out: (text: string) => void;
   err: (text: string) => void;
 }
@@ -41,3 +45,16 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: s
   return parsed;
 }
 
+
+/** The conventional exit code of a process ended by a signal: 128 + its number (SIGINT 130, SIGTERM 143). */
+export function signalExitCode(signal: unknown): number {
+  return signal === 'SIGTERM' ? 143 : signal === 'SIGHUP' ? 129 : 130;
+}
+
+/** Resolves when `signal` is aborted. */
+export function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createEngine, defaultDataDir, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
+import { createEngine, defaultDataDir, EnvSecretStore, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
 import { commands as mcpCommands } from './mcp.ts';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
+import { aborted, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, signalExitCode, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
 
@@ -30,20 +30,42 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return EXIT_USAGE;
   }
   let engine: Engine | undefined;
+  const creates = createsDataDir(name, args);
+  const openEngine = (): Engine => {
+    const existed = existsSync(dataDir);
+    if (!existed && !creates) {
+      throw new StudioError('not_found', `no data folder at ${dataDir} (nothing was created); check --data-dir or CALLABLE_DATA_DIR, or create it by importing functions: callable import DIR`);
+    }
+    const opened = createEngine({ dataDir, createDataDir: creates, env: io.env, diagnostic: (m) => err(`callable: ${m}`) });
+    if (!existed) err(`callable: created the data folder ${dataDir}`);
+    return opened;
+  };
   const ctx: CommandContext = {
     io,
     args,
     dataDir,
+    interrupted: io.interrupt ?? new AbortController().signal,
     out,
     err,
-    engine: () => (engine ??= createEngine({ dataDir, env: io.env, diagnostic: (m) => err(`callable: ${m}`) })),
+    engine: () => (engine ??= openEngine()),
   };
   try {
     if (args.includes('--help') || args.includes('-h')) {
       out(`Usage: callable ${command.usage}\n\n${command.summary}`);
       return EXIT_OK;
     }
-    return await command.run(ctx);
+    const running = command.run(ctx);
+    if (!io.interrupt) return await running;
+    // Stopping wins over whatever the command waits for: runs in flight are cancelled and recorded.
+    const stopping = aborted(io.interrupt).then(async () => {
+      const signal = String(io.interrupt?.reason);
+      const unrecorded = (await engine?.interrupt()) ?? 0;
+      err(`callable ${name}: interrupted (${signal})${unrecorded > 0 ? `; ${unrecorded} run(s) did not stop in time and were not recorded` : ''}`);
+      return signalExitCode(signal);
+    });
+    const code = await Promise.race([running, stopping]);
+    // A run that ended because of the interruption still exits as interrupted.
+    return io.interrupt.aborted ? await stopping : code;
   } catch (error) {
     if (error instanceof UsageError) {
       err(`callable ${name}: ${error.message}\nUsage: callable ${command.usage}`);
@@ -57,16 +79,34 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       err(`callable ${name}: ${(error as Error).message}\nUsage: callable ${command.usage}`);
       return EXIT_USAGE;
     }
-    throw error;
+    // A bug, not an expected failure: one line by default, the stack when asked for.
+    const detail = io.env.CALLABLE_DEBUG ? ((error as Error)?.stack ?? String(error)) : error instanceof Error ? error.message : String(error);
+    err(`callable ${name}: internal error: ${detail}${io.env.CALLABLE_DEBUG ? '' : ' (CALLABLE_DEBUG=1 shows the stack)'}`);
+    return EXIT_FAILED;
   } finally {
-    engine?.close();
+    try {
+      engine?.close();
+    } catch (error) {
+      // The command's outcome stands; what could not be saved on the way out is said, in one line.
+      err(`callable ${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
+}
+
+/**
+ * Commands that write may create the data folder (and say so); the others need it to exist, so a
+ * mistyped --data-dir is reported instead of silently becoming a new empty folder.
+ */
+function createsDataDir(name: string, args: string[]): boolean {
+  if (name === 'import' || name === 'mcp' || name === 'serve' || name === 'token') return true;
+  if (name === 'credentials') return args[0] === 'set';
+  return false;
 }
 
 function helpText(): string {
   return `${USAGE_HEAD}\n${Object.values(COMMANDS)
     .map((c) => `  ${c.usage}\n      ${c.summary}`)
-    .join('\n')}\n\n"callable <command> --help" tells more. Exit codes: 0 ok, 1 the function or operation failed, 2 usage or bad input.`;
+    .join('\n')}\n\n"callable <command> --help" tells more. Exit codes: 0 ok, 1 the function or operation failed, 2 usage, bad input or an unusable data folder, 130/143 stopped by SIGINT/SIGTERM (runs in flight are recorded as interrupted).`;
 }
 
 function readVersion(): string {
@@ -166,6 +206,12 @@ const runCommand: Command = {
       else ctx.err(`${name} failed (${result.error.code}): ${result.error.message}`);
       ctx.err(`${result.ok ? 'ok' : 'failed'} in ${result.metrics.durationMs} ms`);
     }
+    try {
+      ctx.engine().runs.flush();
+    } catch (error) {
+      ctx.err(`callable run: ${name} ran, but the run was not recorded: ${(error as Error).message}`);
+      return EXIT_FAILED;
+    }
     if (result.ok) return EXIT_OK;
     return result.error.code === 'bad_input' ? EXIT_USAGE : EXIT_FAILED;
   },
@@ -202,7 +248,12 @@ const runs: Command = {
     const { values } = parse(ctx.args, { function: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } }, 0);
     const limit = values.limit === undefined ? 20 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive whole number');
-    const records = ctx.engine().runs.list({ functionName: values.function, limit });
+    const engine = ctx.engine();
+    const records = engine.runs.list({ functionName: values.function, limit });
+    // A deleted function keeps its runs; a name with neither is a typo worth naming.
+    if (records.length === 0 && values.function !== undefined && engine.functions.find(values.function) === undefined) {
+      throw new StudioError('not_found', `no function named "${values.function}" and no runs recorded for it; "callable list" shows the functions`);
+    }
     if (values.json) {
       ctx.out(JSON.stringify(records, null, 2));
       return EXIT_OK;
@@ -219,7 +270,7 @@ const runs: Command = {
 const credentials: Command = {
   usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] | list [--json] | rm NAME',
   summary:
-    'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain; default placement: --header Authorization --template "Bearer {secret}".',
+    'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
   async run(ctx) {
     const [sub, ...rest] = ctx.args;
     if (sub === 'list') {
@@ -255,10 +306,20 @@ const credentials: Command = {
           ? { kind: 'query' as const, param: values.query }
           : { kind: 'header' as const, header: values.header ?? 'Authorization', template: values.template ?? 'Bearer {secret}' };
       const name = positionals[0]!;
+      const service = ctx.engine().credentials;
+      if (service.storeKind === 'env') {
+        // Env mode keeps no secrets: piped input is read only to refuse it, never to store it.
+        const piped = ctx.io.stdin.isTTY ? '' : await readSecret(ctx.io.stdin);
+        await service.set({ name, hosts: values.host, placement }, piped === '' ? undefined : piped);
+        const variable = EnvSecretStore.variableFor(name);
+        const now = ctx.io.env[variable] ? 'it is set in this environment' : 'it is not set in this environment yet';
+        ctx.out(`saved credential ${name} (metadata only: with CALLABLE_SECRETS=env the secret comes from ${variable}; ${now})`);
+        return EXIT_OK;
+      }
       if (ctx.io.stdin.isTTY) ctx.err(`Secret for "${name}" (input hidden), then Enter:`);
       const secret = await readSecret(ctx.io.stdin);
-      await ctx.engine().credentials.set({ name, hosts: values.host, placement }, secret);
-      ctx.out(`saved credential ${name} (secret in the ${ctx.engine().credentials.storeKind === 'env' ? 'environment' : 'OS keychain'})`);
+      await service.set({ name, hosts: values.host, placement }, secret);
+      ctx.out(`saved credential ${name} (secret in the OS keychain)`);
       return EXIT_OK;
     }
     throw new UsageError(sub === undefined ? 'missing subcommand' : `unknown subcommand "${sub}"`);

@@ -1,5 +1,6 @@
+import { StudioError } from '../engine/index.ts';
 import { serveMcpStdio } from '../engine/mcp/stdio.ts';
-import { EXIT_OK, parse, UsageError, type Command } from './common.ts';
+import { aborted, EXIT_OK, parse, signalExitCode, UsageError, type Command } from './common.ts';
 
 const mcp: Command = {
   usage: 'mcp [--profile NAME]',
@@ -7,6 +8,7 @@ const mcp: Command = {
   async run(ctx) {
     const { values } = parse(ctx.args, { profile: { type: 'string' } }, 0);
     const engine = ctx.engine();
+    if (values.profile !== undefined) engine.profiles.get(values.profile);
     ctx.err(`callable mcp: serving ${values.profile ? `profile "${values.profile}"` : 'all enabled functions'} from ${ctx.dataDir} over stdio`);
     await serveMcpStdio(engine, { profile: values.profile, stdin: ctx.io.stdin, stdout: ctx.io.stdout, diagnostic: (m) => ctx.err(m) });
     return EXIT_OK;
@@ -26,25 +28,24 @@ const serve: Command = {
     const token = values['no-auth'] ? undefined : await engine.mcpToken();
     // The HTTP stack loads only for `serve`.
     const { startMcpHttpServer } = await import('../engine/mcp/http.ts');
-    const server = await startMcpHttpServer(engine, { host, port, token, diagnostic: (m) => ctx.err(m) });
+    const server = await startMcpHttpServer(engine, { host, port, token, diagnostic: (m) => ctx.err(m) }).catch((error: unknown) => {
+      throw listenFailure(error, host, port);
+    });
     const auth = token
       ? 'clients send "Authorization: Bearer <token>"; print the token with: callable token'
       : 'no auth: any local program may call your functions';
     ctx.err(`callable serve: ${auth}\ncallable serve: MCP on ${server.url}`);
     if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') ctx.err(`callable serve: warning: listening on ${host}, not only this machine`);
-    await new Promise<void>((resolve) => {
-      const stop = (): void => resolve();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-    });
+    await aborted(ctx.interrupted);
     await server.close();
-    return EXIT_OK;
+    return signalExitCode(ctx.interrupted.reason);
   },
 };
 
 const token: Command = {
   usage: 'token [--regenerate]',
-  summary: "Prints the HTTP MCP server's bearer token (kept in the OS keychain); --regenerate replaces it (connected clients must update).",
+  summary:
+    "Prints the HTTP MCP server's bearer token of this data folder (kept in the OS keychain; with CALLABLE_SECRETS=env it is CALLABLE_MCP_TOKEN); --regenerate replaces it (connected clients must update).",
   async run(ctx) {
     const { values } = parse(ctx.args, { regenerate: { type: 'boolean' } }, 0);
     ctx.out(await ctx.engine().mcpToken({ regenerate: values.regenerate === true }));
@@ -69,6 +70,11 @@ const profiles: Command = {
       const parsed = parseArgsLoose(rest);
       const [name, ...functions] = parsed.positionals;
       if (name === undefined) throw new UsageError('give the profile name and its functions');
+      // A mistyped name would make a profile that silently serves less; the studio may name functions to come.
+      const unknown = functions.filter((f) => engine.functions.find(f) === undefined);
+      if (unknown.length > 0) {
+        throw new StudioError('not_found', `no function named ${unknown.map((f) => `"${f}"`).join(', ')}; profile ${name} was not saved ("callable list" shows the functions)`);
+      }
       engine.profiles.set({ name, functions, metaTools: parsed.metaTools });
       ctx.out(`saved profile ${name} (${functions.length} function(s)${parsed.metaTools ? ', meta-tools on' : ''})`);
       return EXIT_OK;
@@ -82,6 +88,14 @@ const profiles: Command = {
     throw new UsageError(sub === undefined ? 'missing subcommand' : `unknown subcommand "${sub}"`);
   },
 };
+
+function listenFailure(error: unknown, host: string, port: number): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE') return new StudioError('bad_input', `port ${port} on ${host} is already in use (EADDRINUSE); choose another with --port N (--port 0 picks a free one)`);
+  if (code === 'EACCES') return new StudioError('bad_input', `not allowed to listen on port ${port} (EACCES); ports below 1024 need privileges: choose another with --port N`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new StudioError('bad_input', `cannot listen on ${host} (${code}): it is not an address of this machine; use --host 127.0.0.1`);
+  return error;
+}
 
 function parseArgsLoose(args: string[]): { positionals: string[]; metaTools: boolean } {
   const positionals: string[] = [];

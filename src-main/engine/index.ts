@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { RunLedger } from './audit/ledger.ts';
 import { CredentialService } from './credentials/credentials.ts';
+import { FolderSecrets } from './credentials/folderSecrets.ts';
 import { Redactor } from './credentials/redact.ts';
 import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.ts';
-import { readFunctionFolders, writeFunctionFolders } from './functions/files.ts';
-import { FunctionRepository, type SaveInput } from './functions/repository.ts';
+import { compileFunction } from './functions/compile.ts';
+import { readImportableFunctions, writeFunctionFolders } from './functions/files.ts';
+import { FunctionRepository, parseSpec, type SaveInput } from './functions/repository.ts';
 import { SchemaValidator } from './functions/schemas.ts';
 import {
   effectiveLimits,
@@ -35,8 +37,6 @@ export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
 
 export const PRODUCT_NAME = 'Callable Studio';
-/** Keychain account of the HTTP token; ':' keeps it apart from credential names. */
-const MCP_TOKEN_ACCOUNT = 'mcp:http-token';
 
 /**
  * The data folder Electron's `userData` would be for the product name, so the app, the CLI and
@@ -52,6 +52,8 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, platform: N
 
 export interface EngineOptions {
   dataDir: string;
+  /** Create the data folder if it is missing (the default); when false, a missing folder is a `not_found` error. */
+  createDataDir?: boolean;
   /** Where secrets live; by default the OS keychain (or CALLABLE_SECRETS=env). */
   secrets?: SecretStore;
   env?: NodeJS.ProcessEnv;
@@ -76,26 +78,29 @@ export class Engine {
   readonly runs: RunLedger;
   readonly profiles: ProfileRepository;
   readonly #db: Db;
-  readonly #secrets: SecretStore;
+  readonly #secrets: FolderSecrets;
   readonly #env: NodeJS.ProcessEnv;
   readonly #catalogListeners = new Set<() => void>();
   #catalogPoll: NodeJS.Timeout | undefined;
   #catalogSeen = 0;
-  #sandbox: Promise<{ executor: Sandbox; guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
+  #sandbox: Promise<Sandbox> | undefined;
+  #net: Promise<{ guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
   #sandboxNow: Sandbox | undefined;
   readonly #sandboxOptions: EngineOptions['sandbox'];
   readonly #diagnostic: ((message: string) => void) | undefined;
   readonly #schemas = new SchemaValidator();
   readonly #resolver: Resolver | undefined;
+  readonly #interrupt = new AbortController();
+  readonly #inflight = new Set<Promise<RunResult>>();
 
   constructor(options: EngineOptions) {
     this.dataDir = options.dataDir;
-    this.#db = openDatabase(options.dataDir);
+    this.#db = openDatabase(options.dataDir, { create: options.createDataDir ?? true });
     this.functions = new FunctionRepository(this.#db);
     this.#env = options.env ?? process.env;
-    this.#secrets = options.secrets ?? secretStoreFromEnv(this.#env);
+    this.#secrets = new FolderSecrets(this.#db, options.secrets ?? secretStoreFromEnv(this.#env), this.#env);
     this.credentials = new CredentialService(this.#db, this.#secrets);
-    this.runs = new RunLedger(this.#db);
+    this.runs = new RunLedger(this.#db, (error) => this.#diagnostic?.(error.message));
     this.profiles = new ProfileRepository(this.#db);
     this.#resolver = options.resolver;
     this.#diagnostic = options.diagnostic;
@@ -106,6 +111,11 @@ export class Engine {
     return this.#db;
   }
 
+  /** This data folder's id, kept in its database; part of every keychain account it uses. */
+  get installId(): string {
+    return this.#secrets.installId;
+  }
+
   /** Validates schemas, compiles and stores a function (created or updated by name). */
   async saveFunction(input: SaveInput): Promise<FunctionRecord> {
     this.#checkSchemas(input.spec as { inputSchema?: object; outputSchema?: object });
@@ -114,8 +124,20 @@ export class Engine {
 
   /** Imports every function under `dir`; all or nothing. */
   async importFunctions(dir: string): Promise<FunctionRecord[]> {
-    const inputs = readFunctionFolders(dir);
-    for (const input of inputs) this.#checkSchemas(input.spec as { inputSchema?: object; outputSchema?: object }, `${input.spec.name as string}: `);
+    // Schemas and sources are checked for every folder first, so one error lists every problem.
+    const inputs = await readImportableFunctions(dir, async (input) => {
+      const spec = parseSpec(input.spec);
+      const problems: string[] = [];
+      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name)]) {
+        try {
+          await check();
+        } catch (error) {
+          if (!(error instanceof StudioError)) throw error;
+          problems.push(error.message);
+        }
+      }
+      if (problems.length > 0) throw new StudioError('bad_input', problems.join('; '));
+    });
     return this.functions.saveAll(inputs);
   }
 
@@ -131,21 +153,48 @@ export class Engine {
    * Throws only for a function that does not exist (or is disabled when `requireEnabled`).
    */
   async run(name: string, args: unknown, options: RunOptions): Promise<RunResult> {
-    return runFunction(
+    const running = runFunction(
       {
         functions: this.functions,
         credentials: this.credentials,
         runs: this.runs,
         schemas: this.#schemas,
         sandbox: async () => {
-          const { executor, guardedFetch, resolver } = await this.#loadSandbox();
-          return { sandbox: executor, guardedFetch, resolver };
+          const [sandbox, { guardedFetch, resolver }] = await Promise.all([this.#loadSandbox(), this.#loadNet()]);
+          return { sandbox, guardedFetch, resolver };
         },
+        interrupt: this.#interrupt.signal,
       },
       name,
       args,
       options,
     );
+    this.#inflight.add(running);
+    try {
+      return await running;
+    } finally {
+      this.#inflight.delete(running);
+    }
+  }
+
+  /**
+   * For the process that hosts the engine when it is told to stop (SIGINT, SIGTERM): cancels every
+   * run in flight (their vendor requests closed), waits up to `graceMs` for them to be recorded as
+   * `interrupted`, and writes the audit. Runs started afterwards are interrupted at once.
+   * Resolves with the number of runs that had not ended in time (and so were not recorded).
+   */
+  async interrupt(graceMs = 600): Promise<number> {
+    this.#interrupt.abort();
+    const pending = [...this.#inflight].map((p) => p.then(() => undefined, () => undefined));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(pending), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+    try {
+      this.runs.flush();
+    } catch (error) {
+      this.#diagnostic?.((error as Error).message);
+    }
+    return this.#inflight.size;
   }
 
   /**
@@ -155,7 +204,7 @@ export class Engine {
   prewarm(names: string[], limit = 8): void {
     setImmediate(() => {
       void this.#loadSandbox()
-        .then(({ executor }) => {
+        .then((executor) => {
           executor.start();
           for (const name of names.slice(0, limit)) {
             const { record, compiled } = this.functions.load(name);
@@ -172,12 +221,18 @@ export class Engine {
   }
 
   /** The sandbox hosts and the network stack, loaded by the first run (a server that only lists tools starts faster). */
-  #loadSandbox() {
-    this.#sandbox ??= Promise.all([import('./sandbox/sandbox.ts'), import('./net/guardedFetch.ts')]).then(([sandbox, net]) => {
+  #loadSandbox(): Promise<Sandbox> {
+    this.#sandbox ??= import('./sandbox/sandbox.ts').then((sandbox) => {
       this.#sandboxNow = new sandbox.Sandbox({ ...this.#sandboxOptions, diagnostic: this.#diagnostic });
-      return { executor: this.#sandboxNow, guardedFetch: net.guardedFetch, resolver: this.#resolver ?? net.systemResolver };
+      return this.#sandboxNow;
     });
     return this.#sandbox;
+  }
+
+  /** The network stack behind ctx.fetch, loaded by the first run. */
+  #loadNet() {
+    this.#net ??= import('./net/guardedFetch.ts').then((net) => ({ guardedFetch: net.guardedFetch, resolver: this.#resolver ?? net.systemResolver }));
+    return this.#net;
   }
 
   #checkSchemas(spec: { inputSchema?: object; outputSchema?: object }, prefix = ''): void {
@@ -217,22 +272,23 @@ export class Engine {
   }
 
   /**
-   * The bearer token of the Streamable HTTP MCP server: generated once and kept in the secret
-   * store (the OS keychain), so the app and `callable serve` share it. With CALLABLE_SECRETS=env
-   * it comes from CALLABLE_MCP_TOKEN.
+   * The bearer token of the Streamable HTTP MCP server: generated once and kept in this data
+   * folder's secrets (the OS keychain), so the app and `callable serve` on the same folder share
+   * it. With CALLABLE_SECRETS=env it comes from CALLABLE_MCP_TOKEN and cannot be regenerated.
    */
   async mcpToken(options: { regenerate?: boolean } = {}): Promise<string> {
     if (this.#secrets.kind === 'env') {
-      const token = this.#env.CALLABLE_MCP_TOKEN;
+      if (options.regenerate) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: the token is CALLABLE_MCP_TOKEN; change that variable to replace it');
+      const token = await this.#secrets.get({ kind: 'mcp-token' });
       if (!token) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: set CALLABLE_MCP_TOKEN to the HTTP bearer token, or serve with --no-auth');
       return token;
     }
     if (!options.regenerate) {
-      const existing = await this.#secrets.get(MCP_TOKEN_ACCOUNT);
+      const existing = await this.#secrets.get({ kind: 'mcp-token' });
       if (existing) return existing;
     }
     const token = randomBytes(24).toString('base64url');
-    await this.#secrets.set(MCP_TOKEN_ACCOUNT, token);
+    await this.#secrets.set({ kind: 'mcp-token' }, token);
     return token;
   }
 
@@ -240,9 +296,12 @@ export class Engine {
     if (this.#catalogPoll) clearInterval(this.#catalogPoll);
     this.#catalogListeners.clear();
     this.#sandboxNow?.dispose();
-    void this.#sandbox?.then((s) => s.executor.dispose());
-    this.runs.flush();
-    this.#db.close();
+    void this.#sandbox?.then((s) => s.dispose());
+    try {
+      this.runs.flush();
+    } finally {
+      this.#db.close();
+    }
   }
 }
 

@@ -32,6 +32,8 @@ export interface RunDeps {
   schemas: SchemaValidator;
   /** The sandbox and the network stack, loaded on first use. */
   sandbox: () => Promise<{ sandbox: Sandbox; guardedFetch: typeof GuardedFetch; resolver: Resolver }>;
+  /** Aborted when the process serving runs is stopping: the run is cancelled and recorded as `interrupted`. */
+  interrupt?: AbortSignal | undefined;
 }
 
 /** Runs a function once (see Engine.run). Throws only for a function that does not exist or is disabled when required. */
@@ -58,6 +60,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   } else {
     const limits = effectiveLimits(record);
     const { sandbox, guardedFetch, resolver } = await deps.sandbox();
+    const signal = deps.interrupt && options.signal ? AbortSignal.any([options.signal, deps.interrupt]) : (deps.interrupt ?? options.signal);
     const outcome = await sandbox.run({
       functionName: name,
       compiled,
@@ -65,7 +68,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       argsJson: JSON.stringify(args ?? {}),
       runId,
       measureHeap: options.caller !== 'mcp',
-      signal: options.signal,
+      signal,
       onLog: options.onLog && ((entry) => options.onLog?.(redactor.active ? { ...entry, message: redactor.text(entry.message) } : entry)),
       onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),
       fetch: (request, signal) =>
@@ -91,6 +94,9 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
         outputProblem === undefined
           ? { ok: true, runId, value: outcome.value, ...(outcome.content ? { content: outcome.content } : {}), logs: outcome.logs, trace, metrics }
           : { ok: false, runId, error: { code: 'output_invalid', message: `the result does not match the outputSchema: ${outputProblem}` }, logs: outcome.logs, trace, metrics };
+    } else if (deps.interrupt?.aborted) {
+      const error = { code: 'interrupted' as const, message: 'the run was interrupted: the process serving it was stopped (Ctrl-C or a signal)' };
+      result = { ok: false, runId, error, logs: outcome.logs, trace, metrics };
     } else {
       result = { ok: false, runId, error: outcome.error, logs: outcome.logs, trace, metrics };
     }

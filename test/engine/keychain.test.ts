@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { EnvSecretStore, KeychainSecretStore } from '../../src-main/engine/index.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine, EnvSecretStore, KeychainSecretStore, type Engine } from '../../src-main/engine/index.ts';
+import { cli } from '../support/cli.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { vendorServer } from '../support/vendor.ts';
 
@@ -66,5 +67,139 @@ describe('a credential from the keychain, end to end', () => {
     }
     await engine.credentials.remove('kc');
     expect(await new KeychainSecretStore(service).get('kc')).toBeUndefined();
+  });
+});
+
+describe('secrets belong to their data folder', () => {
+  const header = { kind: 'header', header: 'X-Api-Key', template: '{secret}' } as const;
+  const secretOf = async (engine: Engine, name: string) => (await engine.credentials.injection(name, [name])).secret;
+  const folder = (): Engine => testEngine({ secrets: new KeychainSecretStore(service) });
+  const a = folder();
+  const b = folder();
+
+  it('keeps a credential of the same name apart in two data folders, and removing it in one leaves the other', async () => {
+    await a.credentials.set({ name: 'shared', hosts: ['api.example.com'], placement: header }, 'secret-of-a');
+    await b.credentials.set({ name: 'shared', hosts: ['api.example.com'], placement: header }, 'secret-of-b');
+    expect(await secretOf(a, 'shared')).toBe('secret-of-a');
+    expect(await secretOf(b, 'shared')).toBe('secret-of-b');
+
+    await b.credentials.remove('shared');
+    expect(await a.credentials.list()).toMatchObject([{ name: 'shared', hasSecret: true }]);
+    expect(await secretOf(a, 'shared')).toBe('secret-of-a');
+  });
+
+  it('stores each secret under an account named after the data folder\'s install id', async () => {
+    await a.credentials.set({ name: 'named', hosts: ['api.example.com'], placement: header }, 'named-secret');
+    const keychain = new KeychainSecretStore(service);
+    expect(a.installId).toMatch(/^[0-9a-f]{32}$/);
+    expect(a.installId).not.toBe(b.installId);
+    expect(await keychain.get(`${a.installId}:credential:named`)).toBe('named-secret');
+    expect(await keychain.get('named')).toBeUndefined();
+    const token = await a.mcpToken();
+    expect(await keychain.get(`${a.installId}:mcp:http-token`)).toBe(token);
+  });
+
+  it('keeps its install id when the data folder is opened again', () => {
+    const again = createEngine({ dataDir: a.dataDir, secrets: new KeychainSecretStore(service) });
+    try {
+      expect(again.installId).toBe(a.installId);
+    } finally {
+      again.close();
+    }
+  });
+
+  it('gives each data folder its own HTTP token, and "callable token --regenerate" in one leaves the other', async () => {
+    const tokenOf = async (engine: Engine, ...flags: string[]) => {
+      const out = await cli(['token', ...flags, '--data-dir', engine.dataDir]);
+      expect(out.code, out.stderr).toBe(0);
+      return out.stdout.trim();
+    };
+    const tokenA = await tokenOf(a);
+    const tokenB = await tokenOf(b);
+    expect(tokenA).not.toBe(tokenB);
+    const newB = await tokenOf(b, '--regenerate');
+    expect(newB).not.toBe(tokenB);
+    expect(await tokenOf(b)).toBe(newB);
+    expect(await tokenOf(a)).toBe(tokenA);
+  });
+});
+
+describe('secrets saved before they were scoped to a data folder', () => {
+  // Its own service, so the old unscoped accounts seen here are only this test's.
+  const legacyService = `${service} legacy`;
+  const keychain = new KeychainSecretStore(legacyService);
+  const header = { kind: 'header', header: 'X-Api-Key', template: '{secret}' } as const;
+  const secretOf = async (engine: Engine, name: string) => (await engine.credentials.injection(name, [name])).secret;
+
+  const opened: Engine[] = [];
+  const open = (dataDir: string): Engine => {
+    const engine = createEngine({ dataDir, secrets: new KeychainSecretStore(legacyService) });
+    opened.push(engine);
+    return engine;
+  };
+  const older = [testEngine(), testEngine(), testEngine()];
+  const [dirA, dirB, dirC] = older.map((e) => e.dataDir) as [string, string, string];
+  const freshDir = testEngine().dataDir;
+  const functionsOnly = testEngine();
+
+  beforeAll(async () => {
+    // Data folders as the previous release left them: schema 1, no install id, credential "old".
+    for (const engine of older) {
+      await engine.credentials.set({ name: 'old', hosts: ['api.example.com'], placement: header }, 'discarded');
+      engine.database.exec("DELETE FROM settings WHERE key IN ('install_id', 'adopt_unscoped_secrets')");
+      engine.database.pragma('user_version = 1');
+    }
+    await defineFunction(functionsOnly, { name: 'noop' }, 'export default () => 1');
+    functionsOnly.database.exec("DELETE FROM settings WHERE key IN ('install_id', 'adopt_unscoped_secrets')");
+    functionsOnly.database.pragma('user_version = 1');
+    await keychain.set('old', 'old-shared-secret');
+    await keychain.set('mcp:http-token', 'old-shared-token');
+  });
+  afterAll(() => {
+    for (const engine of opened) engine.close();
+  });
+
+  it('copies each old unscoped secret to the data folder on first use, and leaves the old entry for other folders', async () => {
+    const a = open(dirA);
+    const b = open(dirB);
+    expect(await a.credentials.list()).toMatchObject([{ name: 'old', hasSecret: true }]);
+    expect(await secretOf(a, 'old')).toBe('old-shared-secret');
+    expect(await secretOf(b, 'old')).toBe('old-shared-secret');
+    expect(await a.mcpToken()).toBe('old-shared-token');
+    expect(await b.mcpToken()).toBe('old-shared-token');
+    expect(await keychain.get(`${a.installId}:credential:old`)).toBe('old-shared-secret');
+    expect(await keychain.get('old')).toBe('old-shared-secret');
+
+    // From then on the copies are independent.
+    await b.credentials.remove('old');
+    expect(await secretOf(a, 'old')).toBe('old-shared-secret');
+    await a.mcpToken({ regenerate: true });
+    expect(await b.mcpToken()).toBe('old-shared-token');
+  });
+
+  it('copies only once: a secret removed later is not brought back from the old entry', async () => {
+    const a = open(dirA);
+    await a.credentials.set({ name: 'old', hosts: ['api.example.com'], placement: header }, 'new-secret');
+    await a.credentials.remove('old');
+    a.database.prepare("INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES ('old', '[]', ?, '', '')").run(JSON.stringify(header));
+    expect(await a.credentials.list()).toMatchObject([{ name: 'old', hasSecret: false }]);
+  });
+
+  it('keeps a secret the data folder already has rather than the old shared one', async () => {
+    const c = open(dirC);
+    await keychain.set(`${c.installId}:credential:old`, 'already-its-own');
+    expect(await secretOf(c, 'old')).toBe('already-its-own');
+    expect(await c.mcpToken()).toBe('old-shared-token');
+  });
+
+  it('gives an older data folder with functions but no credentials the old HTTP token', async () => {
+    expect(await open(functionsOnly.dataDir).mcpToken()).toBe('old-shared-token');
+  });
+
+  it('never gives a data folder created after the upgrade the old shared secrets', async () => {
+    const fresh = open(freshDir);
+    expect(await fresh.mcpToken()).not.toBe('old-shared-token');
+    fresh.database.prepare("INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES ('old', '[]', ?, '', '')").run(JSON.stringify(header));
+    expect(await fresh.credentials.list()).toMatchObject([{ name: 'old', hasSecret: false }]);
   });
 });

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.ts';
-import type { RunRecord } from '../model/index.ts';
+import { StudioError, type RunRecord } from '../model/index.ts';
 
 interface Row {
   id: string;
@@ -31,9 +31,12 @@ export class RunLedger {
   readonly #insert: Database.Statement;
   readonly #pending: RunRecord[] = [];
   #scheduled: NodeJS.Immediate | undefined;
+  readonly #onBackgroundError: ((error: StudioError) => void) | undefined;
 
-  constructor(db: Db) {
+  /** `onBackgroundError` hears of batches that could not be written after the call that recorded them returned. */
+  constructor(db: Db, onBackgroundError?: (error: StudioError) => void) {
     this.#db = db;
+    this.#onBackgroundError = onBackgroundError;
     this.#insert = db.prepare(
       `INSERT INTO runs (id, function_name, caller, client_name, client_version, transport, profile, args, started_at, duration_ms, ok, error_code, error_message, bytes_out)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -42,18 +45,48 @@ export class RunLedger {
 
   record(run: RunRecord): void {
     this.#pending.push(run);
-    this.#scheduled ??= setImmediate(() => this.flush());
+    this.#scheduled ??= setImmediate(() => {
+      try {
+        this.flush();
+      } catch (error) {
+        this.#onBackgroundError?.(error as StudioError);
+      }
+    });
   }
 
-  /** Writes the records not yet written. */
+  /**
+   * Writes the records not yet written. When the database refuses them (read-only, disk full), they
+   * stay pending and a StudioError says how many runs are not recorded and why.
+   */
   flush(): void {
     if (this.#scheduled) clearImmediate(this.#scheduled);
     this.#scheduled = undefined;
     if (this.#pending.length === 0) return;
     const batch = this.#pending.splice(0);
-    this.#db.transaction(() => {
-      for (const run of batch) this.#write(run);
-    })();
+    try {
+      this.#db.transaction(() => {
+        for (const run of batch) this.#write(run);
+      })();
+    } catch (error) {
+      this.#pending.unshift(...batch);
+      const names = [...new Set(this.#pending.map((r) => r.functionName))];
+      const runs = names.length > 5 ? `${names.slice(0, 5).join(', ')}…` : names.join(', ');
+      throw new StudioError('internal', `${this.#pending.length} run(s) (${runs}) could not be recorded in ${this.#db.name}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Reads include the records not yet written when they can; a failed write is reported by `flush`, not by reads. */
+  #flushForRead(): void {
+    try {
+      this.flush();
+    } catch {
+      // Kept pending: the writer that called flush() or the background handler reports it.
+    }
+  }
+
+  /** Runs recorded but not yet written (a failed write keeps them here). */
+  get unwritten(): number {
+    return this.#pending.length;
   }
 
   #write(run: RunRecord): void {
@@ -79,19 +112,19 @@ export class RunLedger {
 
   /** The newest rowid: a cursor for `after`. */
   cursor(): number {
-    this.flush();
+    this.#flushForRead();
     return (this.#db.prepare('SELECT COALESCE(MAX(rowid), 0) AS c FROM runs').get() as { c: number }).c;
   }
 
   /** Runs recorded (by any process) after `cursor`, oldest first, with the new cursor. */
   after(cursor: number, limit = 100): { runs: RunRecord[]; cursor: number } {
-    this.flush();
+    this.#flushForRead();
     const rows = this.#db.prepare('SELECT rowid AS rid, * FROM runs WHERE rowid > ? ORDER BY rowid LIMIT ?').all(cursor, limit) as Array<Row & { rid: number }>;
     return { runs: rows.map(toRecord), cursor: rows.length > 0 ? rows[rows.length - 1]!.rid : cursor };
   }
 
   list(filter: { functionName?: string | undefined; limit?: number | undefined } = {}): RunRecord[] {
-    this.flush();
+    this.#flushForRead();
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 1000);
     const rows = (
       filter.functionName === undefined

@@ -11,7 +11,8 @@ import {
   type HostPattern,
 } from '../model/index.ts';
 import type { CredentialInjection } from '../net/guardedFetch.ts';
-import { EnvSecretStore, type SecretStore } from './secretStore.ts';
+import { FolderSecrets } from './folderSecrets.ts';
+import type { SecretStore } from './secretStore.ts';
 
 interface Row {
   name: string;
@@ -22,14 +23,14 @@ interface Row {
 }
 
 /**
- * Credential metadata in SQLite, secrets in the SecretStore. The secret is write-only from the
- * outside: nothing here returns it except `injection`, which the guarded fetch uses host-side.
+ * Credential metadata in SQLite, secrets in this data folder's secrets. The secret is write-only
+ * from the outside: nothing here returns it except `injection`, which the guarded fetch uses host-side.
  */
 export class CredentialService {
   readonly #db: Db;
-  readonly #secrets: SecretStore;
+  readonly #secrets: FolderSecrets;
 
-  constructor(db: Db, secrets: SecretStore) {
+  constructor(db: Db, secrets: FolderSecrets) {
     this.#db = db;
     this.#secrets = secrets;
   }
@@ -44,7 +45,7 @@ export class CredentialService {
       rows.map(async (row) => {
         let hasSecret: boolean | 'unknown';
         try {
-          hasSecret = (await this.#secrets.get(row.name)) !== undefined;
+          hasSecret = (await this.#secrets.get({ kind: 'credential', name: row.name })) !== undefined;
         } catch {
           hasSecret = 'unknown';
         }
@@ -59,17 +60,24 @@ export class CredentialService {
   }
 
   /**
-   * Creates or replaces a credential. With `secret` undefined only the metadata changes.
+   * Creates or replaces a credential. With `secret` undefined only the metadata changes (in env
+   * mode always: a secret given there is refused, it belongs in the environment).
    * The secret is stored first, so a dead keychain leaves the database untouched.
    */
   async set(input: unknown, secret: string | undefined): Promise<CredentialSpec> {
     const parsed = CredentialSpecSchema.safeParse(input);
     if (!parsed.success) throw new StudioError('bad_input', `credential: ${formatZodError(parsed.error)}`);
     const spec = parsed.data;
+    if (secret !== undefined && this.#secrets.kind === 'env') {
+      throw new StudioError(
+        'bad_input',
+        `CALLABLE_SECRETS=env stores no secrets, and nothing was saved: put the secret in ${FolderSecrets.variableFor({ kind: 'credential', name: spec.name })} and give no secret here (e.g. stdin from /dev/null) to save the metadata`,
+      );
+    }
     if (secret !== undefined) {
       if (secret.length === 0) throw new StudioError('bad_input', 'the secret is empty; pass the secret on standard input');
       if (/[\r\n]/.test(secret)) throw new StudioError('bad_input', 'the secret contains a line break; secrets are single-line values');
-      await this.#secrets.set(spec.name, secret);
+      await this.#secrets.set({ kind: 'credential', name: spec.name }, secret);
     } else if (!this.find(spec.name) && this.#secrets.kind === 'keychain') {
       throw new StudioError('bad_input', `credential "${spec.name}" is new: give its secret`);
     }
@@ -85,7 +93,7 @@ export class CredentialService {
 
   async remove(name: string): Promise<void> {
     if (!this.find(name)) throw new StudioError('not_found', `no credential named "${name}"; "callable credentials list" shows them`);
-    if (this.#secrets.kind === 'keychain') await this.#secrets.delete(name);
+    if (this.#secrets.kind !== 'env') await this.#secrets.delete({ kind: 'credential', name });
     this.#db.prepare('DELETE FROM credentials WHERE name = ?').run(name);
   }
 
@@ -96,12 +104,12 @@ export class CredentialService {
     }
     const spec = this.find(name);
     if (!spec) throw new StudioError('credential_refused', `credential "${name}" does not exist; create it with "callable credentials set ${name} --host HOST"`);
-    const secret = await this.#secrets.get(name);
+    const secret = await this.#secrets.get({ kind: 'credential', name });
     if (secret === undefined) {
       throw new StudioError(
         'credential_refused',
         this.#secrets.kind === 'env'
-          ? `credential "${name}" has no secret: set ${EnvSecretStore.variableFor(name)} in the environment`
+          ? `credential "${name}" has no secret: set ${FolderSecrets.variableFor({ kind: 'credential', name })} in the environment`
           : `credential "${name}" has no secret in the OS keychain (or the keychain is locked or not running); set it again with "callable credentials set ${name}" or on the Credentials page`,
       );
     }

@@ -8,28 +8,71 @@ const SPEC_FILE = 'function.json';
 /**
  * Reads functions from disk: `dir` is either one function's folder (`function.json` + `index.ts`
  * or `index.js`) or a folder of such folders. Everything is validated before anything is returned,
- * so a bad folder fails the whole import with an error naming the file.
+ * and every bad folder is reported in one error (each problem naming its file), so a fix-and-retry
+ * loop takes one round.
  */
 export function readFunctionFolders(dir: string): SaveInput[] {
+  const { inputs, problems } = readAll(dir);
+  throwProblems(dir, problems);
+  return inputs.map((i) => i.input);
+}
+
+/**
+ * Like readFunctionFolders, then runs `check` on every function read (schemas, compilation) and
+ * reports the problems of all of them together: the list a user fixes before an all-or-nothing import.
+ */
+export async function readImportableFunctions(dir: string, check: (input: SaveInput) => Promise<void> | void): Promise<SaveInput[]> {
+  const { inputs, problems } = readAll(dir);
+  for (const { folder, input } of inputs) {
+    try {
+      await check(input);
+    } catch (error) {
+      if (!(error instanceof StudioError)) throw error;
+      problems.push(`${folder}: ${error.message}`);
+    }
+  }
+  throwProblems(dir, problems);
+  return inputs.map((i) => i.input);
+}
+
+function readAll(dir: string): { inputs: Array<{ folder: string; input: SaveInput }>; problems: string[] } {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new StudioError('bad_input', `${dir} is not a folder; pass a function's folder (with function.json) or a folder of them`);
   }
-  if (existsSync(join(dir, SPEC_FILE))) return [readOne(dir)];
-  const folders = readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && existsSync(join(dir, e.name, SPEC_FILE)))
-    .map((e) => join(dir, e.name))
-    .sort();
+  const folders = existsSync(join(dir, SPEC_FILE))
+    ? [dir]
+    : readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && existsSync(join(dir, e.name, SPEC_FILE)))
+        .map((e) => join(dir, e.name))
+        .sort();
   if (folders.length === 0) {
     throw new StudioError('bad_input', `${dir} holds no function: expected ${SPEC_FILE} in it or in its sub-folders`);
   }
-  const inputs = folders.map(readOne);
-  const seen = new Set<string>();
-  for (const input of inputs) {
-    const name = input.spec.name as string;
-    if (seen.has(name)) throw new StudioError('bad_input', `two folders in ${dir} define the function "${name}"; names must be unique`);
-    seen.add(name);
+  const inputs: Array<{ folder: string; input: SaveInput }> = [];
+  const problems: string[] = [];
+  for (const folder of folders) {
+    try {
+      inputs.push({ folder, input: readOne(folder) });
+    } catch (error) {
+      if (!(error instanceof StudioError)) throw error;
+      problems.push(error.message);
+    }
   }
-  return inputs;
+  const seen = new Map<string, string>();
+  for (const { folder, input } of inputs) {
+    const name = input.spec.name as string;
+    const first = seen.get(name);
+    if (first !== undefined) problems.push(`${first} and ${folder} both define the function "${name}"; names must be unique`);
+    else seen.set(name, folder);
+  }
+  return { inputs, problems };
+}
+
+function throwProblems(dir: string, problems: string[]): void {
+  if (problems.length === 1) throw new StudioError('bad_input', problems[0]!, { problems });
+  if (problems.length > 1) {
+    throw new StudioError('bad_input', `${problems.length} problems in ${dir}, so nothing was imported:\n${problems.map((p) => `  - ${p}`).join('\n')}`, { problems });
+  }
 }
 
 function readOne(folder: string): SaveInput {

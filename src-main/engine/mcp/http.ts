@@ -80,6 +80,8 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   }
   const sessions = new Map<string, Session>();
 
+  // The sandbox processes start beside the server, so the first call does not wait for them.
+  engine.prewarm([]);
   const stopWatching = engine.onCatalogChange(() => {
     for (const endpoint of endpoints.values()) endpoint.notify();
   });

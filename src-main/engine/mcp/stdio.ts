@@ -21,6 +21,8 @@ export async function serveMcpStdio(engine: Engine, options: StdioOptions): Prom
     transport: new StdioServerTransport(options.stdin, options.stdout),
     onerror: (error: Error) => options.diagnostic(`mcp: ${error.message}`),
   });
+  // The sandbox processes start beside the server, so the first call does not wait for them.
+  engine.prewarm([]);
   await new Promise<void>((resolve) => {
     if ((options.stdin as { readableEnded?: boolean }).readableEnded) resolve();
     options.stdin.once('end', resolve);

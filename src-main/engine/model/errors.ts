@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'function_error',
   'output_invalid',
   'cancelled',
+  /** The process serving the run was stopped (Ctrl-C, SIGTERM) while it ran. */
+  'interrupted',
   'sandbox_crashed',
   /** Electron main could not reach the engine process (starting, restarting, or no Node 24). */
   'engine_unavailable',

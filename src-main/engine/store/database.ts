@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { StudioError } from '../model/errors.ts';
 
 export type Db = Database.Database;
 
@@ -66,6 +67,14 @@ const MIGRATIONS: string[] = [
     updated_at TEXT NOT NULL
   );
   `,
+  // The install id scopes this folder's keychain entries. A folder that already held data may have
+  // secrets under the old unscoped accounts: the flag asks the secret store to adopt them once.
+  `
+  INSERT INTO settings (key, value) VALUES ('install_id', lower(hex(randomblob(16))));
+  INSERT INTO settings (key, value)
+    SELECT 'adopt_unscoped_secrets', '1'
+    WHERE EXISTS (SELECT 1 FROM credentials) OR EXISTS (SELECT 1 FROM functions) OR EXISTS (SELECT 1 FROM runs) OR EXISTS (SELECT 1 FROM profiles);
+  `,
 ];
 
 export const DATABASE_FILE = 'callable.db';
@@ -74,22 +83,111 @@ export const DATABASE_FILE = 'callable.db';
  * Opens (creating if needed) the studio database in `dataDir`. Safe to call from several
  * processes at once: WAL lets readers and one writer share the file, and the busy timeout makes
  * a second writer wait instead of failing.
+ * Every way the folder or the file can be unusable (a file where the folder should be, no write
+ * permission, a corrupt or read-only database) ends in one StudioError that names it and the fix.
+ * With `create: false`, a missing folder is an error instead of being created.
  */
-export function openDatabase(dataDir: string): Db {
-  mkdirSync(dataDir, { recursive: true });
-  const db = new Database(join(dataDir, DATABASE_FILE), { timeout: 5000 });
-  db.pragma('journal_mode = WAL');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  db.pragma('synchronous = NORMAL');
-  migrate(db);
-  return db;
+export function openDatabase(dataDir: string, options: { create?: boolean } = {}): Db {
+  ensureDataDir(dataDir, options.create ?? true);
+  const file = join(dataDir, DATABASE_FILE);
+  refuseReadOnly(file);
+  let db: Db | undefined;
+  try {
+    db = new Database(file, { timeout: 5000 });
+    db.pragma('journal_mode = WAL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    db.pragma('synchronous = NORMAL');
+    migrate(db);
+    return db;
+  } catch (error) {
+    db?.close();
+    throw openFailure(error, dataDir, file);
+  }
+}
+
+const CHOOSE_ANOTHER = 'choose another data folder (--data-dir or CALLABLE_DATA_DIR)';
+
+function errnoOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException | undefined)?.code ?? 'unknown error';
+}
+
+/**
+ * Creates the data folder one level at a time (fs.mkdir's recursive mode retries forever under
+ * /proc), so any error ends it at once and names the folder at fault.
+ */
+function ensureDataDir(dataDir: string, create: boolean): void {
+  const missing: string[] = [];
+  for (let dir = dataDir; ; dir = dirname(dir)) {
+    let isDirectory: boolean;
+    try {
+      isDirectory = statSync(dir).isDirectory();
+    } catch (error) {
+      const code = errnoOf(error);
+      if (code === 'ENOENT' && dirname(dir) !== dir) {
+        missing.unshift(dir);
+        continue;
+      }
+      if (code === 'ENOTDIR') continue;
+      throw new StudioError('bad_input', `cannot use the data folder ${dataDir}: ${dir} cannot be read (${code}); ${CHOOSE_ANOTHER}`);
+    }
+    if (!isDirectory) {
+      const what = dir === dataDir ? `${dataDir} is a file, not a folder` : `${dir} is a file, so ${dataDir} cannot be a folder inside it`;
+      throw new StudioError('bad_input', `cannot use the data folder: ${what}; ${CHOOSE_ANOTHER}`);
+    }
+    break;
+  }
+  if (missing.length === 0) return;
+  if (!create) throw new StudioError('not_found', `the data folder ${dataDir} does not exist; check the path, or ${CHOOSE_ANOTHER}`);
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir);
+    } catch (error) {
+      const code = errnoOf(error);
+      if (code === 'EEXIST') continue;
+      const why = code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? `${dirname(dir)} is not writable` : `creating ${dir} failed`;
+      throw new StudioError('bad_input', `cannot create the data folder ${dataDir}: ${why} (${code}); ${CHOOSE_ANOTHER}`);
+    }
+  }
+}
+
+/** A database SQLite could only open read-only would fail at the first write, after a run already happened. */
+function refuseReadOnly(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r+');
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === 'ENOENT') return;
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      throw new StudioError('bad_input', `the database ${file} is read-only (${code}), and every run is recorded in it; make it writable (chmod u+w, chattr -i) or ${CHOOSE_ANOTHER}`);
+    }
+    throw new StudioError('bad_input', `cannot open the database ${file} (${code}); ${CHOOSE_ANOTHER}`);
+  }
+  closeSync(fd);
+}
+
+function openFailure(error: unknown, dataDir: string, file: string): unknown {
+  if (error instanceof StudioError) return error;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return error;
+  const reason = `${code}: ${(error as Error).message}`;
+  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+    return new StudioError(
+      'bad_input',
+      `${file} is not a usable database (${reason}); it was left untouched: restore it from a backup, or move it aside to start an empty one`,
+    );
+  }
+  if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM') {
+    return new StudioError('bad_input', `cannot open ${file} for writing (${reason}); make ${dataDir} and its files writable, or ${CHOOSE_ANOTHER}`);
+  }
+  return new StudioError('bad_input', `cannot open the database ${file} (${reason})`);
 }
 
 function migrate(db: Db): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > MIGRATIONS.length) {
-    throw new Error(`the database was written by a newer Callable Studio (schema ${current}, this build knows ${MIGRATIONS.length}); update the app`);
+    throw new StudioError('bad_input', `the database was written by a newer Callable Studio (schema ${current}, this build knows ${MIGRATIONS.length}); update the app`);
   }
   if (current === MIGRATIONS.length) return;
   // BEGIN IMMEDIATE takes the write lock first, so two processes starting together migrate once.
