@@ -205,7 +205,7 @@ export class IsolatePool {
      * and URLs work, and anything else (fetch, timers) or a failure sends this module version back
      * to evaluation at call time, where it behaves (and fails) exactly as it always does.
      */
-    const evaluateEarly = async (prepared: PreparedContext, compiled: CompiledFunction, timeoutMs: number): Promise<void> => {
+    const evaluateEarly = async (prepared: PreparedContext, compiled: CompiledFunction, timeoutMs: number, sync: boolean): Promise<void> => {
       let needsRun = false;
       let logBytes = 0;
       prepared.binding.sync = (op, a, b, c, d) => {
@@ -226,7 +226,8 @@ export class IsolatePool {
       try {
         const script = await scripts.get(compiled.hash);
         if (!script) throw new Error('module not compiled');
-        prepared.exports = (await script.run(prepared.context, { reference: true, timeout: Math.min(timeoutMs, EARLY_MODULE_TIMEOUT_MS) })) as ivm.Reference;
+        const options = { reference: true as const, timeout: Math.min(timeoutMs, EARLY_MODULE_TIMEOUT_MS) };
+        prepared.exports = (sync ? script.runSync(prepared.context, options) : await script.run(prepared.context, options)) as ivm.Reference;
       } catch {
         needsRun = true;
       }
@@ -238,7 +239,7 @@ export class IsolatePool {
       }
     };
 
-    return {
+    const slot: IsolateSlot = {
       key,
       isolate,
       memoryMb,
@@ -278,15 +279,18 @@ export class IsolatePool {
           if (spare !== undefined || isolate.isDisposed) return;
           spareHash = compiled.hash;
           const early = !lateOnly.has(compiled.hash);
-          spare = prepare(false).then(async (prepared) => {
+          // An idle isolate is prepared synchronously: each asynchronous step is a hop to its
+          // thread, and a call arriving meanwhile would wait for all of them.
+          const sync = slot.inflight === 0;
+          spare = prepare(sync).then(async (prepared) => {
             if (!early) return prepared;
             try {
-              await evaluateEarly(prepared, compiled, timeoutMs);
+              await evaluateEarly(prepared, compiled, timeoutMs, sync && slot.inflight === 0);
               return prepared;
             } catch {
               // Not evaluable ahead of time: start over with a context that never saw the module.
               prepared.release();
-              return prepare(false);
+              return prepare(sync && slot.inflight === 0);
             }
           });
           spare.catch(() => {
@@ -297,6 +301,7 @@ export class IsolatePool {
         });
       },
     };
+    return slot;
   }
 
   /** Keeps the number of warm isolates bounded, dropping the least recently used idle ones. */
