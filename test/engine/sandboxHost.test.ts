@@ -126,6 +126,24 @@ describe('a sandbox host process', () => {
     expect(await engine.run('echo', { text: 'next' }, { caller: 'test' })).toMatchObject({ ok: true });
   });
 
+  it.skipIf(process.platform === 'win32')('that stops answering (SIGSTOP: no heartbeat) is killed and replaced; its call ends with sandbox_crashed (POSIX signals)', async () => {
+    const engine = freshEngine({ sandbox: { hosts: 1, heartbeatTimeoutMs: 1000 } });
+    await engine.saveFunction({ spec: { name: 'slow' } as never, source: SLOW });
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    expect(await engine.run('echo', { text: 'warm' }, { caller: 'test' })).toMatchObject({ ok: true });
+    const pid = engine.sandboxHosts[0]!.pid;
+    const call = engine.run('slow', {}, { caller: 'test' });
+    await new Promise((r) => setTimeout(r, 100));
+    process.kill(pid, 'SIGSTOP');
+    const result = await call;
+    expect(result).toMatchObject({ ok: false, error: { code: 'sandbox_crashed' } });
+    expect(!result.ok && result.error.message).toMatch(/"slow" did not finish: its sandbox process stopped answering and was restarted/);
+    // Ended by the missing heartbeat (1 s here), long before the run's own deadline (15 s) plus grace.
+    expect(result.metrics.durationMs).toBeLessThan(10_000);
+    expect(await engine.run('echo', { text: 'after' }, { caller: 'test' })).toMatchObject({ ok: true, value: { echo: 'after' } });
+    await eventually(() => !alive(pid) || undefined, 'the stopped host to be gone');
+  });
+
   it.skipIf(process.platform !== 'linux')('holds no secret, no database file and no inherited environment (reads /proc, Linux only)', async () => {
     const engine = freshEngine({ env: { ...process.env, CALLABLE_SECRETS: 'env', CALLABLE_SECRET_DEEPL: 'sk-very-secret' } });
     await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });

@@ -13,8 +13,8 @@ import type { SandboxJob, SandboxOutcome } from './protocol.ts';
 const HOST_ENTRY = fileURLToPath(new URL('./host/main.ts', import.meta.url));
 /** A run still going this long after its deadline is stuck where the deadline cannot reach it. */
 export const WEDGE_GRACE_MS = 1500;
-/** Missing heartbeats for this long: the host's event loop is stuck. */
-const SILENCE_MS = 10 * HEARTBEAT_MS + 1000;
+/** Missing heartbeats for this long: the host's event loop is stuck (generous: a loaded machine delays timers). */
+export const SILENCE_MS = 50 * HEARTBEAT_MS;
 const START_TIMEOUT_MS = 15_000;
 
 interface HostRun {
@@ -33,6 +33,8 @@ type Ending = { kind: 'wedged'; runId: string } | { kind: 'silent' } | { kind: '
 export interface HostOptions {
   /** The most any host may grow to, whatever its isolates' limits add up to. */
   maxMemoryMb: number;
+  /** A host without a heartbeat for this long is killed (default SILENCE_MS). */
+  silenceMs?: number | undefined;
   diagnostic: (message: string) => void;
   onExit: (host: HostProcess) => void;
 }
@@ -114,7 +116,7 @@ export class HostProcess {
       this.#lastBeat = performance.now();
     }, () => {});
     this.#silenceWatch = setInterval(() => {
-      if (started && performance.now() - this.#lastBeat > SILENCE_MS) this.#end({ kind: 'silent' });
+      if (started && performance.now() - this.#lastBeat > (options.silenceMs ?? SILENCE_MS)) this.#end({ kind: 'silent' });
     }, HEARTBEAT_MS * 2);
     this.#silenceWatch.unref();
     // A host never keeps the engine's process alive by itself: a run in flight does (its deadline timer).

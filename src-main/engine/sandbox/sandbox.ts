@@ -9,6 +9,8 @@ export interface SandboxOptions {
   hosts?: number | undefined;
   /** The most one host process may grow to (MB), whatever its isolates' limits add up to. */
   maxHostMemoryMb?: number | undefined;
+  /** A host without a heartbeat for this long is stopped and replaced (default 10 s). */
+  heartbeatTimeoutMs?: number | undefined;
   diagnostic?: ((message: string) => void) | undefined;
 }
 
@@ -19,14 +21,14 @@ const RESPAWN_BACKOFF_MS = 1000;
 
 export class Sandbox {
   readonly #slots: Array<HostProcess | undefined>;
-  readonly #options: Required<Omit<SandboxOptions, 'hosts'>>;
+  readonly #options: Required<Omit<SandboxOptions, 'hosts' | 'heartbeatTimeoutMs'>> & { heartbeatTimeoutMs?: number | undefined };
   readonly #deaths: number[] = [];
   #disposed = false;
 
   constructor(options: SandboxOptions = {}) {
     const count = options.hosts ?? Math.min(4, Math.max(1, Math.floor(availableParallelism() / 2)));
     this.#slots = new Array<HostProcess | undefined>(count).fill(undefined);
-    this.#options = { maxHostMemoryMb: options.maxHostMemoryMb ?? 2048, diagnostic: options.diagnostic ?? (() => {}) };
+    this.#options = { maxHostMemoryMb: options.maxHostMemoryMb ?? 2048, heartbeatTimeoutMs: options.heartbeatTimeoutMs, diagnostic: options.diagnostic ?? (() => {}) };
   }
 
   /** Starts the host processes in the background (idempotent). */
@@ -71,6 +73,7 @@ export class Sandbox {
     if (existing?.alive) return existing;
     const host = new HostProcess({
       maxMemoryMb: this.#options.maxHostMemoryMb,
+      silenceMs: this.#options.heartbeatTimeoutMs,
       diagnostic: this.#options.diagnostic,
       onExit: (dead) => this.#onExit(index, dead),
     });
