@@ -5,7 +5,8 @@ import type { ContentItem, EffectiveLimits, LogEntry, LogLevel } from '../../mod
 import type { CompiledModule as CompiledFunction, OutgoingRequest, ProgressUpdate, SandboxJob, SandboxOutcome } from '../protocol.ts';
 import { callablePrelude } from './prelude.js';
 import { pureHostOp, refusal, type HostAnswer } from './hostOps.ts';
-import { IsolatePool, type IsolateSlot, type PreparedContext } from './pool.ts';
+import { IsolatePool } from './pool.ts';
+import type { PreparedContext, WarmIsolate as IsolateSlot } from './warmIsolate.ts';
 
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
