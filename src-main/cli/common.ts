@@ -34,7 +34,28 @@ export interface CommandContext {
 export interface Command {
   usage: string;
   summary: string;
+  /** Each flag (or subcommand) and what it does, for `callable X --help`. */
+  options?: Array<[flag: string, meaning: string]>;
+  /** Command lines that work as written; `callable X --help` prints them. At least one. */
+  examples: [string, ...string[]];
   run: (ctx: CommandContext) => Promise<number>;
+}
+
+/** `callable X --help`: usage, summary, the flags (with the --data-dir every command takes) and the examples. */
+export function commandHelp(command: Command): string {
+  const options: Array<[string, string]> = [...(command.options ?? []), ['--data-dir DIR', 'the data folder (env CALLABLE_DATA_DIR; every command takes it)']];
+  const width = Math.max(...options.map(([flag]) => flag.length));
+  return [
+    `Usage: callable ${command.usage}`,
+    '',
+    command.summary,
+    '',
+    'Options:',
+    ...options.map(([flag, meaning]) => `  ${flag.padEnd(width)}  ${meaning}`),
+    '',
+    command.examples.length === 1 ? 'Example:' : 'Examples:',
+    ...command.examples.map((e) => `  ${e}`),
+  ].join('\n');
 }
 
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals: number) {

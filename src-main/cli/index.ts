@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createEngine, defaultDataDir, EnvSecretStore, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
+import { commands as functionCommands } from './functions.ts';
 import { commands as mcpCommands } from './mcp.ts';
-import { aborted, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, signalExitCode, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
+import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, signalExitCode, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
 
@@ -51,7 +52,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   };
   try {
     if (args.includes('--help') || args.includes('-h')) {
-      out(`Usage: callable ${command.usage}\n\n${command.summary}`);
+      out(commandHelp(command));
       return EXIT_OK;
     }
     const running = command.run(ctx);
@@ -98,7 +99,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
  * mistyped --data-dir is reported instead of silently becoming a new empty folder.
  */
 function createsDataDir(name: string, args: string[]): boolean {
-  if (name === 'import' || name === 'mcp' || name === 'serve' || name === 'token') return true;
+  if (name === 'import' || name === 'new' || name === 'mcp' || name === 'serve' || name === 'token') return true;
   if (name === 'credentials') return args[0] === 'set';
   return false;
 }
@@ -138,6 +139,8 @@ function isParseArgsError(error: unknown): boolean {
 const list: Command = {
   usage: 'list [--json]',
   summary: 'Lists the functions: name, state, revision and description.',
+  options: [['--json', 'everything as JSON (without the sources)']],
+  examples: ['callable list', 'callable list --json'],
   async run(ctx) {
     const { values } = parse(ctx.args, { json: { type: 'boolean' } }, 0);
     const functions = ctx.engine().functions.list();
@@ -160,6 +163,8 @@ const list: Command = {
 const importCommand: Command = {
   usage: 'import DIR',
   summary: "Imports functions from DIR: one function's folder (function.json + index.ts|index.js) or a folder of them. All or nothing.",
+  options: [['DIR', 'a folder with function.json + index.ts|index.js, or a folder of such folders; a function already there gets a new revision']],
+  examples: ['callable import resources/examples', 'callable import ./functions/translate_text'],
   async run(ctx) {
     const { positionals } = parse(ctx.args, {}, 1);
     const dir = resolve(ctx.io.cwd, positionals[0]!);
@@ -172,6 +177,11 @@ const importCommand: Command = {
 const exportCommand: Command = {
   usage: 'export DIR [--name NAME]…',
   summary: 'Writes functions (all, or the named ones) to DIR/<name>/function.json + index.ts|js, ready for git.',
+  options: [
+    ['DIR', 'where to write (created if missing; existing files of those functions are overwritten)'],
+    ['--name NAME', 'only this function; repeat for several'],
+  ],
+  examples: ['callable export ./functions', 'callable export ./functions --name word_stats'],
   async run(ctx) {
     const { positionals, values } = parse(ctx.args, { name: { type: 'string', multiple: true } }, 1);
     const folders = ctx.engine().exportFunctions(resolve(ctx.io.cwd, positionals[0]!), values.name);
@@ -183,6 +193,12 @@ const exportCommand: Command = {
 const runCommand: Command = {
   usage: "run NAME [--args JSON | --args-file FILE] [--json]",
   summary: 'Runs a function once in the sandbox. The result goes to stdout as JSON; logs and requests to stderr. With --json, everything as one JSON document.',
+  options: [
+    ['--args JSON', 'the arguments, a JSON object checked against the inputSchema (default {})'],
+    ['--args-file FILE', 'the arguments from a JSON file instead'],
+    ['--json', 'the whole result (value, logs, network trace, metrics) as one JSON document on stdout'],
+  ],
+  examples: [`callable run word_stats --args '{"text":"The cat sat. The cat ran!"}'`, 'callable run word_stats --args-file args.json --json'],
   async run(ctx) {
     const { positionals, values } = parse(ctx.args, { args: { type: 'string' }, 'args-file': { type: 'string' }, json: { type: 'boolean' } }, 1);
     if (values.args !== undefined && values['args-file'] !== undefined) throw new UsageError('give --args or --args-file, not both');
@@ -221,6 +237,7 @@ function toggle(enabled: boolean): Command {
   return {
     usage: `${enabled ? 'enable' : 'disable'} NAME`,
     summary: enabled ? 'Enables a function (it is served as an MCP tool again).' : 'Disables a function (no longer served as an MCP tool; kept with its history).',
+    examples: [`callable ${enabled ? 'enable' : 'disable'} word_stats`],
     async run(ctx) {
       const { positionals } = parse(ctx.args, {}, 1);
       await ctx.engine().functions.setEnabled(positionals[0]!, enabled);
@@ -233,6 +250,7 @@ function toggle(enabled: boolean): Command {
 const remove: Command = {
   usage: 'rm NAME',
   summary: 'Deletes a function and its history (export it first to keep a copy).',
+  examples: ['callable rm word_stats', 'callable export ./backup --name word_stats && callable rm word_stats'],
   async run(ctx) {
     const { positionals } = parse(ctx.args, {}, 1);
     ctx.engine().functions.delete(positionals[0]!);
@@ -244,6 +262,12 @@ const remove: Command = {
 const runs: Command = {
   usage: 'runs [--function NAME] [--limit N] [--json]',
   summary: 'Shows recent runs from every caller (CLI, studio, MCP clients), newest first.',
+  options: [
+    ['--function NAME', 'only the runs of this function'],
+    ['--limit N', 'at most N runs (default 20)'],
+    ['--json', 'the run records as JSON'],
+  ],
+  examples: ['callable runs --function word_stats --limit 5'],
   async run(ctx) {
     const { values } = parse(ctx.args, { function: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } }, 0);
     const limit = values.limit === undefined ? 20 : Number(values.limit);
@@ -271,6 +295,16 @@ const credentials: Command = {
   usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] | list [--json] | rm NAME',
   summary:
     'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
+  options: [
+    ['set NAME', 'creates or replaces a credential; the secret is read from standard input'],
+    ['--host HOST', 'a host the credential may be sent to (api.example.com, *.example.com); repeat for several'],
+    ['--header NAME', 'the header that carries it (default Authorization)'],
+    ['--template T', 'the header value, {secret} standing for the secret (default "Bearer {secret}")'],
+    ['--query NAME', 'send it as this query parameter instead of a header'],
+    ['list [--json]', 'names, hosts, placement and whether a secret is set; never the secret'],
+    ['rm NAME', 'deletes the credential and its secret'],
+  ],
+  examples: [`printf %s "$DEEPL_KEY" | callable credentials set deepl --host api-free.deepl.com --header Authorization --template 'DeepL-Auth-Key {secret}'`, 'callable credentials list'],
   async run(ctx) {
     const [sub, ...rest] = ctx.args;
     if (sub === 'list') {
@@ -326,8 +360,10 @@ const credentials: Command = {
   },
 };
 
-const COMMANDS: Record<string, Command> = {
+/** Every command, in the order `callable --help` lists them. */
+export const COMMANDS: Record<string, Command> = {
   list,
+  ...functionCommands,
   import: importCommand,
   export: exportCommand,
   run: runCommand,

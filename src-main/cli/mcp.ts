@@ -5,6 +5,8 @@ import { aborted, EXIT_OK, parse, signalExitCode, UsageError, type Command } fro
 const mcp: Command = {
   usage: 'mcp [--profile NAME]',
   summary: 'Serves the enabled functions (of a profile) as MCP tools over stdio, for IDE agents. Stdout is protocol only; exits when stdin closes.',
+  options: [['--profile NAME', 'serve only the functions of this profile ("callable profiles list")']],
+  examples: ['claude mcp add callable -- callable mcp --profile writing'],
   async run(ctx) {
     const { values } = parse(ctx.args, { profile: { type: 'string' } }, 0);
     const engine = ctx.engine();
@@ -19,6 +21,12 @@ const serve: Command = {
   usage: 'serve [--port N] [--host 127.0.0.1] [--no-auth]',
   summary:
     'Serves Streamable HTTP MCP at http://HOST:PORT/mcp (and /mcp/<profile>). A bearer token is required unless --no-auth; "callable token" prints it. Runs until interrupted.',
+  options: [
+    ['--port N', 'the port (default 7777; 0 picks a free one)'],
+    ['--host ADDR', 'the address to listen on (default 127.0.0.1, this machine only)'],
+    ['--no-auth', 'accept calls without the bearer token (any local program may call your functions)'],
+  ],
+  examples: ['callable serve --port 7777'],
   async run(ctx) {
     const { values } = parse(ctx.args, { port: { type: 'string' }, host: { type: 'string' }, 'no-auth': { type: 'boolean' } }, 0);
     const port = values.port === undefined ? 7777 : Number(values.port);
@@ -46,6 +54,8 @@ const token: Command = {
   usage: 'token [--regenerate]',
   summary:
     "Prints the HTTP MCP server's bearer token of this data folder (kept in the OS keychain; with CALLABLE_SECRETS=env it is CALLABLE_MCP_TOKEN); --regenerate replaces it (connected clients must update).",
+  options: [['--regenerate', "replace this data folder's token (connected clients must update)"]],
+  examples: ['callable token', 'callable token --regenerate'],
   async run(ctx) {
     const { values } = parse(ctx.args, { regenerate: { type: 'boolean' } }, 0);
     ctx.out(await ctx.engine().mcpToken({ regenerate: values.regenerate === true }));
@@ -56,6 +66,13 @@ const token: Command = {
 const profiles: Command = {
   usage: 'profiles list | set NAME FUNCTION… [--meta-tools] | rm NAME',
   summary: 'Manages profiles: named subsets of functions served together ("callable mcp --profile NAME", or /mcp/NAME over HTTP).',
+  options: [
+    ['list', 'the profiles and their functions'],
+    ['set NAME FUNCTION…', 'creates or replaces a profile serving these functions'],
+    ['--meta-tools', 'also serve find_functions and call_function, for clients that ignore list-changed notifications'],
+    ['rm NAME', 'deletes a profile (its functions stay)'],
+  ],
+  examples: ['callable profiles set writing deepl_translate word_stats', 'callable mcp --profile writing'],
   async run(ctx) {
     const [sub, ...rest] = ctx.args;
     const engine = ctx.engine();

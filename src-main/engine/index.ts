@@ -10,9 +10,11 @@ import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.
 import { compileFunction } from './functions/compile.ts';
 import { readImportableFunctions, writeFunctionFolders } from './functions/files.ts';
 import { FunctionRepository, parseSpec, type SaveInput } from './functions/repository.ts';
+import { findTemplate } from './functions/templates.ts';
 import { SchemaValidator } from './functions/schemas.ts';
 import {
   effectiveLimits,
+  FunctionNameSchema,
   StudioError,
   type Caller,
   type FunctionRecord,
@@ -35,6 +37,7 @@ export type { Resolver } from './net/guardedFetch.ts';
 export type { ProgressUpdate } from './sandbox/protocol.ts';
 export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
+export { readTemplates, type Template } from './functions/templates.ts';
 
 export const PRODUCT_NAME = 'Callable Studio';
 
@@ -122,13 +125,26 @@ export class Engine {
     return this.functions.save(input);
   }
 
+  /**
+   * Creates the function `name` as a copy of the template `template` (a function folder of
+   * `templatesDir`). Refuses a name that is taken or invalid, and an unknown template (naming the
+   * templates there are).
+   */
+  async createFromTemplate(templatesDir: string, template: string, name: string): Promise<FunctionRecord> {
+    const parsedName = FunctionNameSchema.safeParse(name);
+    if (!parsedName.success) throw new StudioError('bad_input', `"${name}" is not a valid function name: ${parsedName.error.issues[0]?.message ?? 'invalid'}`);
+    if (this.functions.find(name)) throw new StudioError('conflict', `a function named "${name}" already exists; pick another name`);
+    const found = findTemplate(templatesDir, template);
+    return this.saveFunction({ spec: { ...found.input.spec, name }, source: found.input.source });
+  }
+
   /** Imports every function under `dir`; all or nothing. */
   async importFunctions(dir: string): Promise<FunctionRecord[]> {
     // Schemas and sources are checked for every folder first, so one error lists every problem.
-    const inputs = await readImportableFunctions(dir, async (input) => {
+    const inputs = await readImportableFunctions(dir, async (input, sourcePath) => {
       const spec = parseSpec(input.spec);
       const problems: string[] = [];
-      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name)]) {
+      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name, sourcePath)]) {
         try {
           await check();
         } catch (error) {

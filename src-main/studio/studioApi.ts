@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf } from '../../src-preload/contract.ts';
-import { defaultDataDir, formatZodError, readFunctionFolders, specOf, StudioError, toErrorInfo, type Engine, type ErrorInfo, type FunctionSpec } from '../engine/index.ts';
+import { defaultDataDir, formatZodError, readTemplates, specOf, StudioError, toErrorInfo, type Engine, type ErrorInfo } from '../engine/index.ts';
 import type { McpHttpHost } from '../engine/mcp/httpHost.ts';
 
 export interface StudioHost {
@@ -30,6 +30,7 @@ export interface StudioApiServer {
 export function createStudioApi(host: StudioHost): StudioApiServer {
   const { engine } = host;
   const running = new Map<string, AbortController>();
+  const templatesDir = join(host.resourcesDir, 'examples');
 
   const handlers: Handlers = {
     'functions:list': () =>
@@ -44,12 +45,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       })),
     'functions:get': ({ name }) => engine.functions.get(name),
     'functions:save': ({ spec, source }) => engine.saveFunction({ spec, source }),
-    'functions:create': async ({ template, name }) => {
-      if (engine.functions.find(name)) throw new StudioError('conflict', `a function named "${name}" already exists; pick another name`);
-      const found = templates().find((t) => t.spec.name === template);
-      if (!found) throw new StudioError('not_found', `no template "${template}"`);
-      return engine.saveFunction({ spec: { ...(found.spec as FunctionSpec), name }, source: found.source });
-    },
+    'functions:create': ({ template, name }) => engine.createFromTemplate(templatesDir, template, name),
     'functions:rename': ({ name, newName }) => engine.functions.rename(name, newName),
     'functions:duplicate': async ({ name, newName }) => {
       if (engine.functions.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);
@@ -64,8 +60,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
     'functions:setEnabled': ({ name, enabled }) => engine.functions.setEnabled(name, enabled),
     'functions:revisions': ({ name }) => engine.functions.revisions(name),
     'functions:restore': ({ name, revision }) => engine.functions.restore(name, revision),
-    'templates:list': () =>
-      templates().map((t) => ({ id: t.spec.name as string, title: (t.spec.title as string | undefined) ?? (t.spec.name as string), description: (t.spec.description as string | undefined) ?? '' })),
+    'templates:list': () => readTemplates(templatesDir).map(({ id, title, description }) => ({ id, title, description })),
     'types:runtime': () => ({ dts: readFileSync(join(host.resourcesDir, 'types', 'callable.d.ts'), 'utf8') }),
     'runs:start': async ({ name, args, token }) => {
       const controller = new AbortController();
@@ -108,10 +103,6 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       return { deleted: true as const };
     },
   };
-
-  function templates() {
-    return readFunctionFolders(join(host.resourcesDir, 'examples'));
-  }
 
   // ---- events ----
   const listeners = new Map<EventName, Set<(payload: unknown) => void>>();

@@ -32,8 +32,8 @@ describe('callable import of a folder with several bad functions', () => {
     expect(run.stderr).toContain(`${noSource}: no index.ts or index.js`);
     expect(run.stderr).toContain(`${join(badName, 'function.json')}: `);
     expect(run.stderr).toMatch(new RegExp(`${badSchema}: inputSchema`));
-    expect(run.stderr).toContain(`${noCompile}: no_compile.ts:1:`);
-    expect(run.stderr).toMatch(new RegExp(`${twoProblems}: outputSchema .*; both_bad\\.js: the module has no default export`));
+    expect(run.stderr).toContain(`  - ${join(noCompile, 'index.ts')}:1:`);
+    expect(run.stderr).toMatch(new RegExp(`${twoProblems}: outputSchema .*; ${join(twoProblems, 'index\\.js')}: the module has no default export`));
     expect(run.stderr).toContain(`${join(dir, 'a_good')} and ${dupe} both define the function "good"`);
     expect(run.stderr).not.toMatch(/^\s+at /m);
     expect((await cli(['list', '--data-dir', data])).stdout).toContain('No functions yet');

@@ -21,12 +21,13 @@ const NO_IMPORTS =
 /**
  * Compiles a function's TypeScript or JavaScript source to a script for the sandbox. Type-only
  * imports are erased; any other import is a compile error, as is a missing default export.
- * Errors carry 1-based line and column.
+ * Errors carry 1-based line and column, and name `sourcePath` (the file on disk, when the source
+ * was read from one) or else `<name>.<language>`.
  */
-export async function compileFunction(source: string, language: Language, name: string): Promise<CompiledFunction> {
+export async function compileFunction(source: string, language: Language, name: string, sourcePath?: string): Promise<CompiledFunction> {
   // Loaded on first save: serving and running functions never needs the compiler.
   const { build, transform } = await import('esbuild');
-  const sourcefile = `${name}.${language}`;
+  const sourcefile = sourcePath ?? `${name}.${language}`;
   let esm: string;
   let exports: string[];
   try {

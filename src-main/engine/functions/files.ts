@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { FunctionSpecSchema, specOf, StudioError, type FunctionRecord, type FunctionSpec } from '../model/index.ts';
 import { parseSpec, type SaveInput } from './repository.ts';
 
@@ -21,14 +21,15 @@ export function readFunctionFolders(dir: string): SaveInput[] {
  * Like readFunctionFolders, then runs `check` on every function read (schemas, compilation) and
  * reports the problems of all of them together: the list a user fixes before an all-or-nothing import.
  */
-export async function readImportableFunctions(dir: string, check: (input: SaveInput) => Promise<void> | void): Promise<SaveInput[]> {
+export async function readImportableFunctions(dir: string, check: (input: SaveInput, sourcePath: string) => Promise<void> | void): Promise<SaveInput[]> {
   const { inputs, problems } = readAll(dir);
   for (const { folder, input } of inputs) {
     try {
-      await check(input);
+      await check(input, sourcePathOf(folder, input));
     } catch (error) {
       if (!(error instanceof StudioError)) throw error;
-      problems.push(`${folder}: ${error.message}`);
+      // A message that starts with a file of the folder (a compile error) names it already.
+      problems.push(error.message.startsWith(`${folder}${sep}`) ? error.message : `${folder}: ${error.message}`);
     }
   }
   throwProblems(dir, problems);
@@ -92,6 +93,11 @@ function readOne(folder: string): SaveInput {
     throw new StudioError('bad_input', `${specPath}: "language" is "${spec.language}" but the source file is index.${language}`);
   }
   return { spec, source: readFileSync(join(folder, `index.${language}`), 'utf8') };
+}
+
+/** The source file a function was read from: `<folder>/index.<language>`. */
+function sourcePathOf(folder: string, input: SaveInput): string {
+  return join(folder, `index.${parseSpec(input.spec).language}`);
 }
 
 /** Writes each function as `<dir>/<name>/function.json` + `index.<language>`. */

@@ -188,10 +188,19 @@ export class FunctionRepository {
     return rows.map((r) => ({ revision: r.revision, source: r.source, spec: JSON.parse(r.spec) as FunctionSpec, createdAt: r.created_at }));
   }
 
+  /** One revision of a function; one that does not exist is a not_found error naming the ones that do. */
+  revision(name: string, revision: number): RevisionRecord {
+    const all = this.revisions(name);
+    const found = all.find((r) => r.revision === revision);
+    if (found) return found;
+    const newest = all[0]?.revision ?? 0;
+    const oldest = all.at(-1)?.revision ?? 0;
+    throw new StudioError('not_found', `function "${name}" has no revision ${revision}; ${newest === oldest ? `its only revision is ${newest}` : `its revisions are ${oldest} to ${newest}`}`);
+  }
+
   /** Makes an old revision current again (as a new revision, so nothing is lost). */
   async restore(name: string, revision: number): Promise<FunctionRecord> {
-    const found = this.revisions(name).find((r) => r.revision === revision);
-    if (!found) throw new StudioError('not_found', `function "${name}" has no revision ${revision}; see its history for the revisions it has`);
+    const found = this.revision(name, revision);
     return this.save({ spec: { ...found.spec, name }, source: found.source });
   }
 
