@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, refuseBody } from './httpGuards.ts';
 import type { McpEnginePort as Engine } from './port.ts';
 import { ToolServer } from './server.ts';
 
@@ -124,24 +125,36 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     await session.transport.handleRequest(req, res, body);
   };
 
-  const httpServer: HttpServer = createServer((req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((error: unknown) => {
       onerror(error instanceof Error ? error : new Error(String(error)));
       if (!res.headersSent) sendJsonRpcError(res, 500, -32603, 'Internal error');
       else res.end();
     });
-  });
+  };
+  const httpServer: HttpServer = createServer(serve);
+  // With a listener Node no longer answers "Expect: 100-continue" by itself: the body is asked for
+  // (writeContinue in readJsonBody) only after every check, so an oversized one gets 413 at once.
+  httpServer.on('checkContinue', serve);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (!validateHost(req, res) || !validateOrigin(req, res)) return;
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    const match = /^\/mcp(?:\/([a-z][a-z0-9_-]{0,63}))?\/?$/.exec(path);
+    // A browser that sends no Origin still says where the request comes from.
+    if (req.headers.origin === undefined && String(req.headers['sec-fetch-site'] ?? '').toLowerCase() === 'cross-site') {
+      sendJsonRpcError(res, 403, -32000, 'Forbidden: cross-site requests are not accepted');
+      return;
+    }
+    // The raw path, not a normalised one: /mcp/, //mcp, /mcp/../mcp and /MCP are not aliases.
+    const rawPath = (req.url ?? '').split('?', 1)[0] ?? '';
+    const match = /^\/mcp(?:\/([a-z][a-z0-9_-]{0,63}))?$/.exec(rawPath);
     if (!match) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: the MCP endpoint is /mcp (or /mcp/<profile>)\n');
       return;
     }
     if (options.token !== undefined) {
-      const auth = req.headers.authorization ?? '';
+      // Node keeps only the first of duplicate Authorization headers: more than one is refused.
+      const all = req.headersDistinct.authorization ?? [];
+      const auth = all.length === 1 ? (all[0] ?? '') : '';
       const presented = /^Bearer (.+)$/i.exec(auth)?.[1] ?? '';
       if (!tokenMatches(presented, options.token)) {
         res
@@ -158,12 +171,18 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     const endpoint = endpointFor(profile);
     let body: unknown;
     if (req.method === 'POST') {
-      const read = await readJsonBody(req, maxBody);
+      const read = await readJsonBody(req, res, maxBody);
       if ('error' in read) {
         sendJsonRpcError(res, read.status, read.code, read.error);
         return;
       }
       body = read.body;
+      const version = req.headers['mcp-protocol-version'];
+      const refused = refuseBody(body, Array.isArray(version) ? version[0] : version, req.headers['mcp-session-id'] !== undefined);
+      if (refused !== undefined) {
+        sendJsonRpcError(res, 400, -32600, refused);
+        return;
+      }
     }
     const legacy =
       req.headers['mcp-session-id'] !== undefined || (await isLegacyRequest(await toWebRequest(req, body), body, { maxRequestBodySize: maxBody }));
@@ -198,7 +217,7 @@ function sendJsonRpcError(res: ServerResponse, status: number, code: number, mes
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
 }
 
-async function readJsonBody(req: IncomingMessage, limit: number): Promise<{ body: unknown } | { error: string; status: number; code: number }> {
+async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<{ body: unknown } | { error: string; status: number; code: number }> {
   const type = String(req.headers['content-type'] ?? '');
   if (!/^application\/json\b/i.test(type)) return { error: 'Unsupported Media Type: send Content-Type: application/json', status: 415, code: -32000 };
   const declared = Number(req.headers['content-length']);
@@ -206,6 +225,7 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<{ body
     req.resume();
     return { error: `Request body too large (limit ${limit} bytes)`, status: 413, code: -32000 };
   }
+  if (/\b100-continue\b/i.test(String(req.headers.expect ?? ''))) res.writeContinue();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -213,8 +233,11 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<{ body
     if (size > limit) return { error: `Request body too large (limit ${limit} bytes)`, status: 413, code: -32000 };
     chunks.push(chunk as Buffer);
   }
+  const text = Buffer.concat(chunks).toString('utf8');
+  // Bounded before parsing and validation: deep nesting overflowed the stack in the SDK's validators.
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) return { error: `Invalid Request: the body is nested deeper than ${MAX_JSON_DEPTH} levels`, status: 400, code: -32600 };
   try {
-    return { body: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+    return { body: JSON.parse(text) };
   } catch {
     return { error: 'Parse error: the body is not valid JSON', status: 400, code: -32700 };
   }
