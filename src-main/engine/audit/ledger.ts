@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Db } from '../store/database.ts';
+import { writeTransaction, type Db } from '../store/database.ts';
 import { StudioError, type RunRecord } from '../model/index.ts';
 
 interface Row {
@@ -64,9 +64,9 @@ export class RunLedger {
     if (this.#pending.length === 0) return;
     const batch = this.#pending.splice(0);
     try {
-      this.#db.transaction(() => {
+      writeTransaction(this.#db, () => {
         for (const run of batch) this.#write(run);
-      })();
+      });
     } catch (error) {
       this.#pending.unshift(...batch);
       const names = [...new Set(this.#pending.map((r) => r.functionName))];

@@ -1,5 +1,5 @@
 import type { Db } from '../store/database.ts';
-import { nowIso } from '../store/database.ts';
+import { nowIso, writeTransaction } from '../store/database.ts';
 import {
   CredentialSpecSchema,
   formatZodError,
@@ -82,19 +82,21 @@ export class CredentialService {
       throw new StudioError('bad_input', `credential "${spec.name}" is new: give its secret`);
     }
     const now = nowIso();
-    this.#db
-      .prepare(
-        `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
-      )
-      .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now);
+    writeTransaction(this.#db, () =>
+      this.#db
+        .prepare(
+          `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
+        )
+        .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now),
+    );
     return spec;
   }
 
   async remove(name: string): Promise<void> {
     if (!this.find(name)) throw new StudioError('not_found', `no credential named "${name}"; "callable credentials list" shows them`);
     if (this.#secrets.kind !== 'env') await this.#secrets.delete({ kind: 'credential', name });
-    this.#db.prepare('DELETE FROM credentials WHERE name = ?').run(name);
+    writeTransaction(this.#db, () => this.#db.prepare('DELETE FROM credentials WHERE name = ?').run(name));
   }
 
   /** What the guarded fetch adds for `name`, for a function that declared `allowed` credentials. */

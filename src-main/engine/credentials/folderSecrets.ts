@@ -1,5 +1,5 @@
 import { StudioError } from '../model/index.ts';
-import type { Db } from '../store/database.ts';
+import { writeTransaction, type Db } from '../store/database.ts';
 import { EnvSecretStore, type SecretStore } from './secretStore.ts';
 
 /** A secret of a data folder: a credential's, or the HTTP MCP server's bearer token. */
@@ -86,7 +86,7 @@ export class FolderSecrets {
       if (legacy === undefined) continue;
       if ((await this.#store.get(this.account(key))) === undefined) await this.#store.set(this.account(key), legacy);
     }
-    this.#db.prepare("DELETE FROM settings WHERE key = 'adopt_unscoped_secrets'").run();
+    writeTransaction(this.#db, () => this.#db.prepare("DELETE FROM settings WHERE key = 'adopt_unscoped_secrets'").run());
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Db } from '../store/database.ts';
-import { nowIso } from '../store/database.ts';
+import { nowIso, writeTransaction } from '../store/database.ts';
 import { bumpCatalog } from '../store/catalog.ts';
 import { formatZodError, ProfileSpecSchema, StudioError, type ProfileSpec } from '../model/index.ts';
 
@@ -37,7 +37,7 @@ export class ProfileRepository {
     if (!parsed.success) throw new StudioError('bad_input', `profile: ${formatZodError(parsed.error)}`);
     const spec = parsed.data;
     const now = nowIso();
-    this.#db.transaction(() => {
+    writeTransaction(this.#db, () => {
       this.#db
         .prepare(
           `INSERT INTO profiles (name, functions, meta_tools, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -45,16 +45,16 @@ export class ProfileRepository {
         )
         .run(spec.name, JSON.stringify([...new Set(spec.functions)]), spec.metaTools ? 1 : 0, now, now);
       bumpCatalog(this.#db);
-    })();
+    });
     return spec;
   }
 
   delete(name: string): void {
-    const changes = this.#db.transaction(() => {
+    const changes = writeTransaction(this.#db, () => {
       const r = this.#db.prepare('DELETE FROM profiles WHERE name = ?').run(name);
       if (r.changes > 0) bumpCatalog(this.#db);
       return r.changes;
-    })();
+    });
     if (changes === 0) throw new StudioError('not_found', `no profile named "${name}"`);
   }
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.ts';
-import { nowIso } from '../store/database.ts';
+import { nowIso, writeTransaction } from '../store/database.ts';
 import { bumpCatalog, catalogVersion } from '../store/catalog.ts';
 import {
   FunctionNameSchema,
@@ -117,13 +117,13 @@ export class FunctionRepository {
       const spec = parseSpec(input.spec);
       prepared.push({ spec, source: input.source, compiled: await compileFunction(input.source, spec.language, spec.name) });
     }
-    return this.#db.transaction(() => prepared.map((p) => this.#write(p.spec, p.source, p.compiled)))();
+    return writeTransaction(this.#db, () => prepared.map((p) => this.#write(p.spec, p.source, p.compiled)));
   }
 
   #write(spec: FunctionSpec, source: string, compiled: CompiledFunction): FunctionRecord {
     const now = nowIso();
     const specJson = JSON.stringify(spec);
-    const tx = this.#db.transaction((): FunctionRecord => {
+    return writeTransaction(this.#db, (): FunctionRecord => {
       const existing = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(spec.name) as Row | undefined;
       if (existing && existing.spec === specJson && existing.source === source) return toRecord(existing);
       let id: number;
@@ -146,7 +146,6 @@ export class FunctionRepository {
       this.#bumpCatalog();
       return toRecord(this.#db.prepare('SELECT * FROM functions WHERE id = ?').get(id) as Row);
     });
-    return tx.immediate();
   }
 
   async setEnabled(name: string, enabled: boolean): Promise<FunctionRecord> {
@@ -162,21 +161,21 @@ export class FunctionRepository {
     if (this.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);
     const compiled = await compileFunction(current.source, current.language, newName);
     const spec = { ...specOf(current), name: newName };
-    return this.#db.transaction(() => {
+    return writeTransaction(this.#db, () => {
       this.#db
         .prepare('UPDATE functions SET name = ?, spec = ?, compiled = ?, updated_at = ? WHERE id = ?')
         .run(newName, JSON.stringify(spec), JSON.stringify(compiled), nowIso(), current.id);
       this.#bumpCatalog();
       return this.get(newName);
-    }).immediate();
+    });
   }
 
   delete(name: string): void {
-    const info = this.#db.transaction(() => {
+    const info = writeTransaction(this.#db, () => {
       const r = this.#db.prepare('DELETE FROM functions WHERE name = ?').run(name);
       if (r.changes > 0) this.#bumpCatalog();
       return r;
-    })();
+    });
     if (info.changes === 0) throw notFound(name);
   }
 

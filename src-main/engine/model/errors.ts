@@ -26,6 +26,8 @@ export const ERROR_CODES = [
   'sandbox_crashed',
   /** Electron main could not reach the engine process (starting, restarting, or no Node 24). */
   'engine_unavailable',
+  /** Another process held the database's write lock past the busy timeout. */
+  'database_busy',
   'forbidden',
   'internal',
 ] as const;

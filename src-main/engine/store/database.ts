@@ -79,6 +79,9 @@ const MIGRATIONS: string[] = [
 
 export const DATABASE_FILE = 'callable.db';
 
+/** How long a write waits for another process's write lock before giving up with `busyError`. */
+export const BUSY_TIMEOUT_MS = 5000;
+
 /**
  * Opens (creating if needed) the studio database in `dataDir`. Safe to call from several
  * processes at once: WAL lets readers and one writer share the file, and the busy timeout makes
@@ -93,9 +96,9 @@ export function openDatabase(dataDir: string, options: { create?: boolean } = {}
   refuseReadOnly(file);
   let db: Db | undefined;
   try {
-    db = new Database(file, { timeout: 5000 });
+    db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     db.pragma('journal_mode = WAL');
-    db.pragma('busy_timeout = 5000');
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
     db.pragma('synchronous = NORMAL');
     migrate(db);
@@ -171,6 +174,7 @@ function openFailure(error: unknown, dataDir: string, file: string): unknown {
   if (error instanceof StudioError) return error;
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return error;
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return busyError(file);
   const reason = `${code}: ${(error as Error).message}`;
   if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
     return new StudioError(
@@ -191,12 +195,41 @@ function migrate(db: Db): void {
   }
   if (current === MIGRATIONS.length) return;
   // BEGIN IMMEDIATE takes the write lock first, so two processes starting together migrate once.
-  const run = db.transaction(() => {
+  writeTransaction(db, () => {
     const now = db.pragma('user_version', { simple: true }) as number;
     for (let i = now; i < MIGRATIONS.length; i++) db.exec(MIGRATIONS[i]!);
     db.pragma(`user_version = ${MIGRATIONS.length}`);
   });
-  run.immediate();
+}
+
+/**
+ * Runs `fn` as one write transaction that begins IMMEDIATE: it takes the write lock before its first
+ * statement, so while another process writes it waits (up to BUSY_TIMEOUT_MS) instead of failing.
+ * A deferred transaction whose first statement is a read cannot wait: SQLite refuses its upgrade to a
+ * writer at once (SQLITE_BUSY). Every write goes through here, single statements included, so a lock
+ * held past the timeout is always the one line of `busyError`. Inside another transaction it is a
+ * savepoint of it.
+ */
+export function writeTransaction<T>(db: Db, fn: () => T): T {
+  try {
+    return db.transaction(fn).immediate();
+  } catch (error) {
+    throw isBusy(error) ? busyError(db.name) : error;
+  }
+}
+
+/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_TIMEOUT…), and SQLITE_LOCKED. */
+export function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
+/** The one line a user sees when another process held the write lock longer than the busy timeout. */
+export function busyError(file: string): StudioError {
+  return new StudioError(
+    'database_busy',
+    `the database ${file} is busy: another Callable Studio process is writing (waited ${BUSY_TIMEOUT_MS / 1000} s for it); try again`,
+  );
 }
 
 export function nowIso(): string {
