@@ -36,7 +36,8 @@ const serve: Command = {
     const token = values['no-auth'] ? undefined : await engine.mcpToken();
     // The HTTP stack loads only for `serve`.
     const { startMcpHttpServer } = await import('../engine/mcp/http.ts');
-    const server = await startMcpHttpServer(engine, { host, port, token, diagnostic: (m) => ctx.err(m) }).catch((error: unknown) => {
+    // The token is read again as it changes, so "callable token --regenerate" takes effect here at once.
+    const server = await startMcpHttpServer(engine, { host, port, token: token === undefined ? undefined : () => engine.mcpToken(), diagnostic: (m) => ctx.err(m) }).catch((error: unknown) => {
       throw listenFailure(error, host, port);
     });
     const auth = token

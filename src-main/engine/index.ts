@@ -299,14 +299,27 @@ export class Engine {
       if (!token) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: set CALLABLE_MCP_TOKEN to the HTTP bearer token, or serve with --no-auth');
       return token;
     }
+    // `mcp_token_version` (shared by every process on this folder) moves on each regeneration, so a
+    // running server re-reads the keychain only then: a cheap read per request, not a keychain call.
+    const version = (): string =>
+      (this.#db.prepare("SELECT value FROM settings WHERE key = 'mcp_token_version'").get() as { value: string } | undefined)?.value ?? '0';
     if (!options.regenerate) {
+      const seen = version();
+      if (this.#mcpTokenSeen?.version === seen) return this.#mcpTokenSeen.token;
       const existing = await this.#secrets.get({ kind: 'mcp-token' });
-      if (existing) return existing;
+      if (existing) {
+        this.#mcpTokenSeen = { version: seen, token: existing };
+        return existing;
+      }
     }
     const token = randomBytes(24).toString('base64url');
     await this.#secrets.set({ kind: 'mcp-token' }, token);
+    this.#db.prepare("INSERT INTO settings (key, value) VALUES ('mcp_token_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
+    this.#mcpTokenSeen = { version: version(), token };
     return token;
   }
+
+  #mcpTokenSeen: { version: string; token: string } | undefined;
 
   close(): void {
     if (this.#catalogPoll) clearInterval(this.#catalogPoll);
@@ -316,6 +329,7 @@ export class Engine {
     try {
       this.runs.flush();
     } finally {
+      this.runs.stop();
       this.#db.close();
     }
   }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { writeTransaction, type Db } from '../store/database.ts';
+import { idleCheckpointer, writeTransaction, type Db, type IdleCheckpointer } from '../store/database.ts';
 import { StudioError, type RunRecord } from '../model/index.ts';
 
 interface Row {
@@ -32,11 +32,14 @@ export class RunLedger {
   readonly #pending: RunRecord[] = [];
   #scheduled: NodeJS.Immediate | undefined;
   readonly #onBackgroundError: ((error: StudioError) => void) | undefined;
+  /** Empties the WAL once recording has been quiet (a reader elsewhere may have let it grow). */
+  readonly #checkpoint: IdleCheckpointer;
 
   /** `onBackgroundError` hears of batches that could not be written after the call that recorded them returned. */
   constructor(db: Db, onBackgroundError?: (error: StudioError) => void) {
     this.#db = db;
     this.#onBackgroundError = onBackgroundError;
+    this.#checkpoint = idleCheckpointer(db);
     this.#insert = db.prepare(
       `INSERT INTO runs (id, function_name, caller, client_name, client_version, transport, profile, args, started_at, duration_ms, ok, error_code, error_message, bytes_out)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -67,6 +70,7 @@ export class RunLedger {
       writeTransaction(this.#db, () => {
         for (const run of batch) this.#write(run);
       });
+      this.#checkpoint.wrote();
     } catch (error) {
       this.#pending.unshift(...batch);
       const names = [...new Set(this.#pending.map((r) => r.functionName))];
@@ -82,6 +86,11 @@ export class RunLedger {
     } catch {
       // Kept pending: the writer that called flush() or the background handler reports it.
     }
+  }
+
+  /** Stops the idle checkpoint timer (before the database is closed). */
+  stop(): void {
+    this.#checkpoint.stop();
   }
 
   /** Runs recorded but not yet written (a failed write keeps them here). */

@@ -11,8 +11,11 @@ import { ToolServer } from './server.ts';
 export interface HttpOptions {
   host: string;
   port: number;
-  /** The bearer token clients must present; undefined only with an explicit --no-auth. */
-  token: string | undefined;
+  /**
+   * The bearer token clients must present, or a provider asked on each request (cheap: it must
+   * cache), so a regenerated token takes effect at once; undefined only with an explicit --no-auth.
+   */
+  token: string | (() => Promise<string>) | undefined;
   diagnostic: (message: string) => void;
   maxBodyBytes?: number;
   /** Idle 2025-era sessions are closed after this long. */
@@ -156,7 +159,16 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
       const all = req.headersDistinct.authorization ?? [];
       const auth = all.length === 1 ? (all[0] ?? '') : '';
       const presented = /^Bearer (.+)$/i.exec(auth)?.[1] ?? '';
-      if (!tokenMatches(presented, options.token)) {
+      let expected: string;
+      try {
+        expected = typeof options.token === 'string' ? options.token : await options.token();
+      } catch (error) {
+        // Fails closed: without the current token nothing is accepted.
+        options.diagnostic(`mcp http: cannot read the bearer token: ${error instanceof Error ? error.message : String(error)}`);
+        sendJsonRpcError(res, 503, -32000, 'Service Unavailable: the server cannot read its bearer token (is the keychain available?)');
+        return;
+      }
+      if (!tokenMatches(presented, expected)) {
         res
           .writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="callable-studio", error="invalid_token"' })
           .end(JSON.stringify({ error: 'invalid_token', error_description: 'Send "Authorization: Bearer <token>"; "callable token" prints it.' }));

@@ -35,7 +35,8 @@ export class McpHttpHost {
     try {
       const token = this.#status.auth ? await this.#engine.mcpToken() : undefined;
       const { startMcpHttpServer } = await import('./http.ts');
-      this.#server = await startMcpHttpServer(this.#engine, { host: this.#status.host, port, token, diagnostic: this.#diagnostic });
+      const provider = token === undefined ? undefined : () => this.#engine.mcpToken();
+      this.#server = await startMcpHttpServer(this.#engine, { host: this.#status.host, port, token: provider, diagnostic: this.#diagnostic });
       this.#set({ running: true, url: this.#server.url, host: this.#status.host, port: this.#server.port, auth: this.#status.auth });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

@@ -18,7 +18,7 @@ export interface McpEnginePort {
   prewarm(names: string[]): void;
   /** Calls the listener when any process changes functions or profiles; returns the unsubscribe function. */
   onCatalogChange(listener: () => void): () => void;
-  /** The HTTP bearer token (kept by the engine's secret store). */
+  /** The HTTP bearer token (kept by the engine's secret store); cheap to call per request: it re-reads the store only after a regeneration. */
   mcpToken(): Promise<string>;
 }
 

@@ -122,7 +122,9 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
       const message = policy.signal.aborted ? 'the run ended before the response arrived' : `request failed: ${(error as Error).message}`;
       entry.error = message;
       policy.trace(entry);
-      throw new StudioError('fetch_failed', `${currentMethod} ${target.display}: ${message}`);
+      // Socket errors name the address connected to ("connect ECONNREFUSED 10.0.0.5:443"): only the trace keeps it.
+      const told = isIpLiteral(target.hostname) ? message : withoutAddresses(message, [address.address]);
+      throw new StudioError('fetch_failed', `${currentMethod} ${target.display}: ${told}`);
     }
     entry.status = response.status;
     entry.bytesIn = response.body.byteLength;
@@ -208,7 +210,10 @@ async function resolveChecked(target: CheckedUrl, policy: FetchPolicy, request: 
   let first: { address: string; family: 4 | 6 } | undefined;
   for (const { address } of addresses) {
     const verdict = classifyAddress(address, false);
-    if (!verdict.allowed) throw refused(policy, request, target.display, redirectFrom, `${target.hostname} resolves to ${verdict.reason}`);
+    if (!verdict.allowed) {
+      // The trace keeps the address; the function (and so an MCP client) is not told what the name resolves to.
+      throw refused(policy, request, target.display, redirectFrom, `${target.hostname} resolves to ${verdict.reason}`, `${target.hostname} resolves to ${withoutAddresses(verdict.reason, [address, verdict.address])}`);
+    }
     first ??= verdict;
   }
   return first!;
@@ -294,7 +299,21 @@ function tooLarge(limit: number, url: URL): StudioError {
   });
 }
 
-function refused(policy: FetchPolicy, request: OutgoingRequest, display: string, redirectFrom: string | undefined, reason: string): StudioError {
+/** `text` with each of `addresses` replaced, for messages the function sees (the trace keeps them). */
+function withoutAddresses(text: string, addresses: string[]): string {
+  // A verdict starts with its address ("10.0.0.5 is a private-network address (…e.g. 127.0.0.1:8080)"):
+  // only that address goes, not the advice's example.
+  for (const a of addresses) {
+    if (text.startsWith(`${a} is `)) return text.slice(a.length + 4);
+    if (text.startsWith(`"${a}" is `)) return `a value that is ${text.slice(a.length + 6)}`;
+  }
+  let out = text;
+  for (const a of addresses) if (a !== '') out = out.split(`[${a}]`).join('the address').split(a).join('the address');
+  return out;
+}
+
+/** `toFunction` is the reason as the function is told it, when it must leave out what the trace keeps. */
+function refused(policy: FetchPolicy, request: OutgoingRequest, display: string, redirectFrom: string | undefined, reason: string, toFunction = reason): StudioError {
   policy.trace({
     method: request.method.toUpperCase(),
     url: display,
@@ -305,7 +324,7 @@ function refused(policy: FetchPolicy, request: OutgoingRequest, display: string,
     ...(request.credential ? { credential: request.credential } : {}),
     ...(redirectFrom ? { redirectFrom } : {}),
   });
-  return new StudioError('egress_refused', `${request.method.toUpperCase()} ${display} refused: ${reason}`);
+  return new StudioError('egress_refused', `${request.method.toUpperCase()} ${display} refused: ${toFunction}`);
 }
 
 function refusedEarly(policy: FetchPolicy, request: OutgoingRequest, reason: string): StudioError {

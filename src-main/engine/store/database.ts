@@ -101,6 +101,8 @@ export function openDatabase(dataDir: string, options: { create?: boolean } = {}
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
     db.pragma('synchronous = NORMAL');
+    // After a checkpoint resets the WAL, the file is cut back to this size instead of staying at its peak.
+    db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
     migrate(db);
     return db;
   } catch (error) {
@@ -230,6 +232,75 @@ export function busyError(file: string): StudioError {
     'database_busy',
     `the database ${file} is busy: another Callable Studio process is writing (waited ${BUSY_TIMEOUT_MS / 1000} s for it); try again`,
   );
+}
+
+/** The size the `-wal` file is cut back to whenever SQLite resets it (journal_size_limit). */
+export const JOURNAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024;
+/** How long nothing must have been written before an idle checkpoint runs. */
+export const CHECKPOINT_IDLE_MS = 1000;
+/** How long to wait before trying again when a checkpoint could not finish (a reader held a snapshot). */
+export const CHECKPOINT_RETRY_MS = 3000;
+
+export interface IdleCheckpointer {
+  /** Call after every write: the checkpoint runs once writes have been quiet for CHECKPOINT_IDLE_MS. */
+  wrote(): void;
+  stop(): void;
+}
+
+/**
+ * Empties the `-wal` file (wal_checkpoint(TRUNCATE)) once writes have been quiet, so a WAL that grew
+ * while another process held a read snapshot does not stay at its peak. Runs on an unref'd timer, never
+ * on a request, without waiting for locks (busy_timeout 0 for the checkpoint): when a reader or another
+ * writer is in the way it gives up at once and tries again CHECKPOINT_RETRY_MS later, until it finishes.
+ */
+export function idleCheckpointer(db: Db, timing: { idleMs?: number; retryMs?: number } = {}): IdleCheckpointer {
+  const idleMs = timing.idleMs ?? CHECKPOINT_IDLE_MS;
+  const retryMs = timing.retryMs ?? CHECKPOINT_RETRY_MS;
+  let lastWrite = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const schedule = (ms: number): void => {
+    if (stopped || timer) return;
+    timer = setTimeout(tick, ms);
+    timer.unref();
+  };
+  const tick = (): void => {
+    timer = undefined;
+    if (stopped || !db.open) return;
+    const quiet = Date.now() - lastWrite;
+    if (quiet < idleMs) return schedule(idleMs - quiet);
+    if (db.inTransaction) return schedule(retryMs);
+    if (!checkpointTruncate(db)) schedule(retryMs);
+  };
+  return {
+    wrote() {
+      lastWrite = Date.now();
+      schedule(idleMs);
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+
+/** One wal_checkpoint(TRUNCATE) that never waits for a lock; true when the WAL was emptied. */
+export function checkpointTruncate(db: Db): boolean {
+  const timeout = db.pragma('busy_timeout', { simple: true }) as number;
+  try {
+    db.pragma('busy_timeout = 0');
+    const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+    return result !== undefined && result.busy === 0;
+  } catch {
+    return false;
+  } finally {
+    try {
+      db.pragma(`busy_timeout = ${timeout}`);
+    } catch {
+      // The connection is closing; nothing to restore.
+    }
+  }
 }
 
 export function nowIso(): string {
