@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, StudioError, type Engine } from '../../src-main/engine/index.ts';
 import { BUSY_TIMEOUT_MS, DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
+import { scratch } from '../support/scratch.ts';
 
 // Real processes on a real SQLite file: another process holding the write lock makes a write wait
 // (every write transaction begins IMMEDIATE, under the busy timeout), and a lock held past the busy
@@ -16,21 +15,11 @@ const EXAMPLE = join(REPO, 'resources/examples/word_stats');
 const HOLD_MS = 1500;
 const RAW_BUSY = /SQLITE_BUSY|database is locked|SqliteError|\n\s+at /;
 
-const children = new Set<ChildProcess>();
-const engines = new Set<Engine>();
-const dirs = new Set<string>();
-afterEach(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  children.clear();
-  for (const engine of engines) engine.close();
-  engines.clear();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  dirs.clear();
-});
+const made = scratch();
 
 function openEngine(dataDir: string): Engine {
   const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
-  engines.add(engine);
+  made.engine(engine);
   return engine;
 }
 
@@ -61,7 +50,7 @@ async function holdWriteLock(dataDir: string, holdMs: number): Promise<Holder> {
     env: { ...process.env, LOCK_DB: join(dataDir, DATABASE_FILE), LOCK_HOLD_MS: String(holdMs) },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  children.add(child);
+  made.child(child);
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -88,7 +77,7 @@ async function holdWriteLock(dataDir: string, holdMs: number): Promise<Holder> {
 
 function callable(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; exitedAt: number }> {
   const child = spawn(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CALLABLE_SECRETS: 'env' } });
-  children.add(child);
+  made.child(child);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -98,8 +87,7 @@ function callable(args: string[]): Promise<{ code: number | null; stdout: string
 
 /** A data folder with its database created and migrated. */
 function dataFolder(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'callable-locks-'));
-  dirs.add(dir);
+  const dir = made.dir('callable-locks-');
   openEngine(dir);
   return dir;
 }
@@ -199,7 +187,7 @@ describe('two writer processes', () => {
         env: { ...process.env, ENGINE_URL: pathToFileURL(join(REPO, 'src-main/engine/index.ts')).href, DATA_DIR: dataDir, COUNT: String(COUNT), TAG: tag },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
-      children.add(child);
+      made.child(child);
       let stdout = '';
       let stderr = '';
       child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,27 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, MemorySecretStore, type Engine } from '../../src-main/engine/index.ts';
+import { describe, expect, it } from 'vitest';
+import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { CHECKPOINT_IDLE_MS, CHECKPOINT_RETRY_MS, DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { REPO } from '../support/callable.ts';
+import { scratch } from '../support/scratch.ts';
 
 // Real processes on a real SQLite file: while another process holds a read snapshot the WAL cannot
 // be checkpointed and grows; once it lets go, the engine empties the WAL on its own (idle checkpoint,
 // TRUNCATE) and the -wal file does not stay at its peak.
 
-const children = new Set<ChildProcess>();
-const engines = new Set<Engine>();
-const dirs = new Set<string>();
-afterEach(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  children.clear();
-  for (const engine of engines) engine.close();
-  engines.clear();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  dirs.clear();
-});
+const made = scratch();
 
 /** Another process, with better-sqlite3 only, holds a read transaction until told on stdin; it stays open after. */
 const READER = `
@@ -36,7 +26,7 @@ setInterval(() => {}, 1000);
 
 function startReader(file: string): { ready: Promise<void>; letGo: () => Promise<void> } {
   const child = spawn(process.execPath, ['-e', READER], { cwd: REPO, env: { ...process.env, WAL_DB: file }, stdio: ['pipe', 'pipe', 'pipe'] });
-  children.add(child);
+  made.child(child);
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -67,10 +57,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 describe('WAL growth', () => {
   it('the -wal file grown behind a reader is emptied once the reader lets go', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'callable-wal-'));
-    dirs.add(dataDir);
+    const dataDir = made.dir('callable-wal-');
     const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
-    engines.add(engine);
+    made.engine(engine);
     const file = join(dataDir, DATABASE_FILE);
 
     const reader = startReader(file);
