@@ -38,6 +38,11 @@ export interface Command {
   options?: Array<[flag: string, meaning: string]>;
   /** Command lines that work as written; `callable X --help` prints them. At least one. */
   examples: [string, ...string[]];
+  /**
+   * Whether this command (with these arguments) writes and so may create a missing data folder; the
+   * others need it to exist, so a mistyped --data-dir is reported instead of becoming a new folder.
+   */
+  createsDataDir?: (args: string[]) => boolean;
   run: (ctx: CommandContext) => Promise<number>;
 }
 

@@ -10,6 +10,7 @@ export const DEFAULT_TEMPLATE = 'word_stats';
 
 const newCommand: Command = {
   usage: 'new NAME [--template T]',
+  createsDataDir: () => true,
   summary: `Creates the function NAME from a template (a folder of resources/examples), ready to run. The default, ${DEFAULT_TEMPLATE}, is pure computation: no network, no credential.`,
   options: [
     ['NAME', 'the new function (a-z, 0-9 and _, starting with a letter); an existing name is refused'],

@@ -31,7 +31,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return EXIT_USAGE;
   }
   let engine: Engine | undefined;
-  const creates = createsDataDir(name, args);
+  const creates = command.createsDataDir?.(args) ?? false;
   const openEngine = (): Engine => {
     const existed = existsSync(dataDir);
     if (!existed && !creates) {
@@ -94,16 +94,6 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/**
- * Commands that write may create the data folder (and say so); the others need it to exist, so a
- * mistyped --data-dir is reported instead of silently becoming a new empty folder.
- */
-function createsDataDir(name: string, args: string[]): boolean {
-  if (name === 'import' || name === 'new' || name === 'mcp' || name === 'serve' || name === 'token') return true;
-  if (name === 'credentials') return args[0] === 'set';
-  return false;
-}
-
 function helpText(): string {
   return `${USAGE_HEAD}\n${Object.values(COMMANDS)
     .map((c) => `  ${c.usage}\n      ${c.summary}`)
@@ -162,6 +152,7 @@ const list: Command = {
 
 const importCommand: Command = {
   usage: 'import DIR',
+  createsDataDir: () => true,
   summary: "Imports functions from DIR: one function's folder (function.json + index.ts|index.js) or a folder of them. All or nothing.",
   options: [['DIR', 'a folder with function.json + index.ts|index.js, or a folder of such folders; a function already there gets a new revision']],
   examples: ['callable import resources/examples', 'callable import ./functions/translate_text'],
@@ -293,6 +284,7 @@ const runs: Command = {
 
 const credentials: Command = {
   usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] | list [--json] | rm NAME',
+  createsDataDir: (args) => args[0] === 'set',
   summary:
     'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
   options: [

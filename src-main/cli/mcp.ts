@@ -4,6 +4,7 @@ import { aborted, EXIT_OK, parse, signalExitCode, UsageError, type Command } fro
 
 const mcp: Command = {
   usage: 'mcp [--profile NAME]',
+  createsDataDir: () => true,
   summary: 'Serves the enabled functions (of a profile) as MCP tools over stdio, for IDE agents. Stdout is protocol only; exits when stdin closes.',
   options: [['--profile NAME', 'serve only the functions of this profile ("callable profiles list")']],
   examples: ['claude mcp add callable -- callable mcp --profile writing'],
@@ -19,6 +20,7 @@ const mcp: Command = {
 
 const serve: Command = {
   usage: 'serve [--port N] [--host 127.0.0.1] [--no-auth]',
+  createsDataDir: () => true,
   summary:
     'Serves Streamable HTTP MCP at http://HOST:PORT/mcp (and /mcp/<profile>). A bearer token is required unless --no-auth; "callable token" prints it. Runs until interrupted.',
   options: [
@@ -53,6 +55,7 @@ const serve: Command = {
 
 const token: Command = {
   usage: 'token [--regenerate]',
+  createsDataDir: () => true,
   summary:
     "Prints the HTTP MCP server's bearer token of this data folder (kept in the OS keychain; with CALLABLE_SECRETS=env it is CALLABLE_MCP_TOKEN); --regenerate replaces it (connected clients must update).",
   options: [['--regenerate', "replace this data folder's token (connected clients must update)"]],

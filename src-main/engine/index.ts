@@ -1,11 +1,9 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { RunLedger } from './audit/ledger.ts';
 import { CredentialService } from './credentials/credentials.ts';
 import { FolderSecrets } from './credentials/folderSecrets.ts';
-import { Redactor } from './credentials/redact.ts';
 import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.ts';
 import { compileFunction } from './functions/compile.ts';
 import { readImportableFunctions, writeFunctionFolders } from './functions/files.ts';
@@ -16,12 +14,8 @@ import {
   effectiveLimits,
   FunctionNameSchema,
   StudioError,
-  type Caller,
   type FunctionRecord,
-  type LogEntry,
-  type RunRecord,
   type RunResult,
-  type TraceEntry,
 } from './model/index.ts';
 import type { Resolver } from './net/guardedFetch.ts';
 import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';

@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stop as stopEsbuild } from 'esbuild';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
-import { BareFloor, FLOOR_MEMORY_MB, FLOOR_SOURCE } from './bare.ts';
+import { BareFloor } from './bare.ts';
 import { BOMB_TIMEOUT_MS, bombs, HostSampler, namedCapMb, outcomeOf, startHangServer } from './bombs.ts';
 import { echoProblem, ECHO_INPUT_SCHEMA, ECHO_SOURCE } from './fixture.ts';
 import { fmt, maxOf, mean, median, minOf, quantile, rotate, round, table } from './stats.ts';

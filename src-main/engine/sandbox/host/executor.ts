@@ -1,7 +1,7 @@
 import ivm from 'isolated-vm';
 import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
-import type { ContentItem, EffectiveLimits, LogEntry, LogLevel } from '../../model/index.ts';
+import type { ContentItem, LogEntry, LogLevel } from '../../model/index.ts';
 import type { CompiledModule as CompiledFunction, OutgoingRequest, ProgressUpdate, SandboxJob, SandboxOutcome } from '../protocol.ts';
 import { callablePrelude } from './prelude.js';
 import { pureHostOp, refusal, type HostAnswer } from './hostOps.ts';
