@@ -73,7 +73,7 @@ const allowed: [string, string][] = [
   ['src-main/engine/sandbox/x.ts', "import { fork } from 'node:child_process';"],
   ['src-main/engine/model/x.ts', "import { z } from 'zod';\nimport type { ErrorInfo } from './errors.ts';"],
   ['src-main/engine/sandbox/host/x.ts', "import ivm from 'isolated-vm';\nimport { randomBytes } from 'node:crypto';"],
-  ['src-main/engine/sandbox/host/x.ts', "import { encodeFrame } from '../protocol.ts';\nimport { StudioError } from '../../model/index.ts';\nimport { pureHostOp } from './hostOps.ts';"],
+  ['src-main/engine/sandbox/host/x.ts', "import { encodeFrame } from '../protocol.ts';\nimport { StudioError } from '../../model/index.ts';\nimport { pureHostOp } from './bridge.ts';"],
   ['src-main/engine/mcp/x.ts', "import { createEngine } from '../index.ts';\nimport { StudioError } from '../model/index.ts';\nimport { ToolServer } from './server.ts';"],
   ['src-main/studio/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../engine/mcp/stdio.ts';\nimport { contract } from '../../src-preload/contract.ts';"],
   ['src-main/cli/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../engine/mcp/stdio.ts';\nimport { parse } from './common.ts';"],

@@ -1,16 +1,13 @@
 import ivm from 'isolated-vm';
 import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
-import type { ContentItem, LogEntry, LogLevel } from '../../model/index.ts';
-import type { CompiledModule as CompiledFunction, OutgoingRequest, ProgressUpdate, SandboxJob, SandboxOutcome } from '../protocol.ts';
+import type { ContentItem, LogEntry } from '../../model/index.ts';
+import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../protocol.ts';
+import { RunBridge, type RunControl } from './bridge.ts';
 import { callablePrelude } from './prelude.js';
-import { pureHostOp, refusal, type HostAnswer } from './hostOps.ts';
 import { IsolatePool } from './pool.ts';
 import type { PreparedContext, WarmIsolate as IsolateSlot } from './warmIsolate.ts';
 
-/** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
-const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
-const LOG_LEVELS = new Set<LogLevel>(['debug', 'info', 'warn', 'error']);
 const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
 const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
 
@@ -75,27 +72,31 @@ export class SandboxExecutor {
   }
 }
 
-class Run {
+class Run implements RunControl {
   readonly #job: SandboxJob;
   readonly #pool: IsolatePool;
-  readonly #started = performance.now();
+  readonly started = performance.now();
   readonly #deadline: number;
   readonly #abort = new AbortController();
-  readonly #logs: LogEntry[] = [];
-  #logBytes = 0;
-  #fetches = 0;
-  #nextOp = 1;
-  #timers = new Set<NodeJS.Timeout>();
+  readonly #bridge: RunBridge;
   #failure: ErrorInfo | undefined;
   #finished = false;
-  #settleRef: ivm.Reference | undefined;
   #slot: IsolateSlot | undefined;
   #onFailure: ((error: ErrorInfo) => void) | undefined;
 
   constructor(job: SandboxJob, pool: IsolatePool) {
     this.#job = job;
     this.#pool = pool;
-    this.#deadline = this.#started + job.limits.timeoutMs;
+    this.#deadline = this.started + job.limits.timeoutMs;
+    this.#bridge = new RunBridge(job, this);
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  over(): boolean {
+    return this.#finished || this.#failure !== undefined;
   }
 
   cpuTime(): bigint {
@@ -106,12 +107,12 @@ class Run {
     }
   }
 
-  #remaining(): number {
+  remaining(): number {
     return Math.max(1, Math.ceil(this.#deadline - performance.now()));
   }
 
   /** Ends the run now with `code`; the first failure wins. */
-  #fail(code: ErrorCode, message: string, details?: Record<string, unknown>): void {
+  fail(code: ErrorCode, message: string, details?: Record<string, unknown>): void {
     if (this.#finished || this.#failure) return;
     this.#failure = details ? { code, message, details } : { code, message };
     this.#abort.abort();
@@ -124,10 +125,10 @@ class Run {
       this.#onFailure = resolve;
     });
     const deadlineTimer = setTimeout(
-      () => this.#fail('timeout', `the run exceeded its deadline of ${job.limits.timeoutMs} ms (timeoutMs); make it faster or raise timeoutMs`, { limit: 'timeoutMs' }),
+      () => this.fail('timeout', `the run exceeded its deadline of ${job.limits.timeoutMs} ms (timeoutMs); make it faster or raise timeoutMs`, { limit: 'timeoutMs' }),
       job.limits.timeoutMs,
     );
-    const onCancel = (): void => this.#fail('cancelled', 'the run was cancelled');
+    const onCancel = (): void => this.fail('cancelled', 'the run was cancelled');
     if (job.signal?.aborted) onCancel();
     job.signal?.addEventListener('abort', onCancel, { once: true });
 
@@ -141,25 +142,25 @@ class Run {
       const work = (async (): Promise<{ json: string }> => {
         const script = await slot.script(job.compiled);
         prepared = await slot.takeContext(job.compiled);
-        prepared.binding.sync = this.#hostSync;
-        prepared.binding.start = this.#hostStart;
-        this.#settleRef = prepared.settle;
-        for (const [level, message] of prepared.earlyLogs) this.#log(level, message);
+        prepared.binding.sync = this.#bridge.sync;
+        prepared.binding.start = this.#bridge.start;
+        this.#bridge.attach(prepared.settle);
+        for (const [level, message] of prepared.earlyLogs) this.#bridge.log(level, message);
         // The function's own code (module body, then the handler) always runs off the main thread,
         // each entry bounded by the time left.
         if (prepared.exports) {
           exportsRef = prepared.exports;
         } else {
           try {
-            exportsRef = (await script.run(prepared.context, { reference: true, timeout: this.#remaining() })) as ivm.Reference;
+            exportsRef = (await script.run(prepared.context, { reference: true, timeout: this.remaining() })) as ivm.Reference;
           } catch (error) {
             if (this.#isLoadError(slot)) throw new StudioError('function_error', `the function's module threw while loading: ${guestMessage(error)}`);
             throw error;
           }
         }
-        const json = (await prepared.invoke.apply(undefined, [exportsRef.derefInto(), job.argsJson, job.functionName, job.runId, Date.now() + this.#remaining()], {
+        const json = (await prepared.invoke.apply(undefined, [exportsRef.derefInto(), job.argsJson, job.functionName, job.runId, Date.now() + this.remaining()], {
           result: { promise: true, copy: true },
-          timeout: this.#remaining(),
+          timeout: this.remaining(),
         })) as string;
         return { json };
       })();
@@ -167,13 +168,13 @@ class Run {
       // A run that failed early may leave `work` to reject later (abandoned promise): observe it.
       work.catch(() => {});
     } catch (error) {
-      result = this.#failure ?? this.#classify(error);
+      result = this.#failure ?? this.classify(error);
     } finally {
       this.#finished = true;
       clearTimeout(deadlineTimer);
       job.signal?.removeEventListener('abort', onCancel);
       this.#abort.abort();
-      for (const t of this.#timers) clearTimeout(t);
+      this.#bridge.close();
       // Every Reference into the context is released: a held one keeps the context alive, and
       // leaked contexts make the isolate's GC pauses grow.
       try {
@@ -198,8 +199,8 @@ class Run {
       this.#pool.release(slot);
       slot.prepareSpare(job.compiled, job.limits.timeoutMs);
     }
-    const durationMs = Math.round((performance.now() - this.#started) * 100) / 100;
-    const base = { logs: this.#logs, durationMs, ...(heapBytes === undefined ? {} : { heapBytes }) };
+    const durationMs = Math.round((performance.now() - this.started) * 100) / 100;
+    const base = { logs: this.#bridge.logs, durationMs, ...(heapBytes === undefined ? {} : { heapBytes }) };
     if ('code' in result) return { ok: false, error: result, ...base, resultBytes: 0 };
     return this.#decode(result.json, base);
   }
@@ -209,7 +210,7 @@ class Run {
   }
 
   /** Turns an exception from isolated-vm into the limit it stands for. */
-  #classify(error: unknown): ErrorInfo {
+  classify(error: unknown): ErrorInfo {
     if (error instanceof StudioError) return toErrorInfo(error);
     const slot = this.#slot;
     if (slot && slot.isolate.isDisposed && !slot.disposedByHost) {
@@ -259,129 +260,11 @@ class Run {
     if (typeof e.code === 'string') details.guestCode = e.code;
     return { ok: false, error: { code: 'function_error', message: `${name}: ${message}`, details }, ...base, resultBytes: 0 };
   }
-
-  // ---- host side of the prelude's bridge. Never throws: answers { ok, value | error }. ----
-
-  readonly #hostSync = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown): HostAnswer => {
-    try {
-      if (this.#finished || this.#failure) return refusal('the run has ended');
-      switch (op) {
-        case 'log':
-          return this.#log(a, b);
-        case 'progress':
-          return this.#progress(a, b, c);
-        default:
-          return pureHostOp(op, a, b, c, d);
-      }
-    } catch (error) {
-      return refusal(error instanceof StudioError ? error.message : 'host operation failed');
-    }
-  };
-
-  readonly #hostStart = (op: unknown, payload: unknown): HostAnswer => {
-    try {
-      if (this.#finished || this.#failure) return refusal('the run has ended');
-      const id = this.#nextOp++;
-      if (op === 'sleep') {
-        const ms = typeof payload === 'number' && Number.isFinite(payload) ? Math.max(0, payload) : 0;
-        if (ms > this.#remaining()) return { ok: true, value: id }; // would fire after the deadline: never does
-        const timer = setTimeout(() => {
-          this.#timers.delete(timer);
-          this.#settle(id, true, undefined);
-        }, ms);
-        this.#timers.add(timer);
-        return { ok: true, value: id };
-      }
-      if (op === 'fetch') {
-        const request = readRequest(payload);
-        if (typeof request === 'string') return refusal(`ctx.fetch: ${request}`, 'bad_input');
-        this.#fetches++;
-        if (this.#fetches > this.#job.limits.fetchCount) {
-          const limit = this.#job.limits.fetchCount;
-          this.#fail('fetch_limit', `the function made more than ${limit} requests (limits.fetchCount); make fewer or raise the limit`, { limit: 'fetchCount' });
-          return refusal('fetch limit reached', 'fetch_limit');
-        }
-        this.#job
-          .fetch(request, this.#abort.signal)
-          .then(
-            (response) => this.#settle(id, true, { ...response }),
-            (error: unknown) => {
-              const info = toErrorInfo(error);
-              if (RUN_ENDING_CODES.has(info.code)) this.#fail(info.code, info.message, info.details);
-              else this.#settle(id, false, { code: info.code, message: info.message });
-            },
-          )
-          .catch(() => {});
-        return { ok: true, value: id };
-      }
-      return refusal('unknown host operation');
-    } catch {
-      return refusal('host operation failed');
-    }
-  };
-
-  #log(level: unknown, text: unknown): HostAnswer {
-    if (typeof level !== 'string' || !LOG_LEVELS.has(level as LogLevel) || typeof text !== 'string') return refusal('log: bad entry');
-    this.#logBytes += Buffer.byteLength(text) + 1;
-    const limit = this.#job.limits.logBytes;
-    if (this.#logBytes > limit) {
-      this.#fail('log_limit', `the function logged more than ${limit} bytes (limits.logBytes); log less or raise the limit`, { limit: 'logBytes' });
-      return refusal('log limit reached', 'log_limit');
-    }
-    const entry: LogEntry = { level: level as LogLevel, message: text, at: Math.round(performance.now() - this.#started) };
-    this.#logs.push(entry);
-    this.#job.onLog?.(entry);
-    return { ok: true };
-  }
-
-  #progress(progress: unknown, total: unknown, message: unknown): HostAnswer {
-    if (typeof progress !== 'number' || !Number.isFinite(progress)) return refusal('ctx.progress: progress must be a number');
-    const update: ProgressUpdate = { progress };
-    if (typeof total === 'number' && Number.isFinite(total)) update.total = total;
-    if (typeof message === 'string') update.message = message.slice(0, 1000);
-    this.#job.onProgress?.(update);
-    return { ok: true };
-  }
-
-  /** Finishes an async host operation inside the isolate, with the time left as its CPU budget. */
-  #settle(id: number, ok: boolean, value: unknown): void {
-    const ref = this.#settleRef;
-    if (this.#finished || this.#failure || !ref) return;
-    ref
-      .apply(undefined, [id, ok, value], { arguments: { copy: true }, timeout: this.#remaining() })
-      .catch((error: unknown) => {
-        if (this.#finished || this.#failure) return;
-        const info = this.#classify(error);
-        this.#fail(info.code, info.message, info.details);
-      });
-  }
 }
-
 
 function guestMessage(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
-}
-
-function readRequest(payload: unknown): OutgoingRequest | string {
-  if (!payload || typeof payload !== 'object') return 'bad request';
-  const p = payload as Record<string, unknown>;
-  if (typeof p.url !== 'string' || p.url.length > 16_384) return 'the URL must be a string of at most 16384 characters';
-  if (typeof p.method !== 'string') return 'method must be a string';
-  if (!Array.isArray(p.headers) || !p.headers.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === 'string' && typeof h[1] === 'string')) {
-    return 'headers must be name/value pairs';
-  }
-  if (p.body !== undefined && !(p.body instanceof Uint8Array)) return 'body must be bytes';
-  if (p.credential !== undefined && typeof p.credential !== 'string') return 'credential must be a string';
-  if (p.redirect !== 'follow' && p.redirect !== 'manual' && p.redirect !== 'error') return 'redirect must be "follow", "manual" or "error"';
-  return {
-    url: p.url,
-    method: p.method,
-    headers: p.headers as Array<[string, string]>,
-    body: p.body as Uint8Array | undefined,
-    credential: p.credential as string | undefined,
-    redirect: p.redirect,
-  };
 }
 
 function validateContent(raw: unknown): ContentItem[] {

@@ -1,12 +1,6 @@
 import ivm from 'isolated-vm';
 import type { CompiledModule as CompiledFunction } from '../protocol.ts';
-import { pureHostOp, type HostAnswer } from './hostOps.ts';
-
-/** The host side of one context's bridge; a run points it at itself for as long as it owns the context. */
-export interface HostBinding {
-  sync: (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => HostAnswer;
-  start: (op: unknown, payload: unknown) => HostAnswer;
-}
+import { EarlyBridge, REFUSE_ALL, type HostBinding } from './bridge.ts';
 
 /** A fresh, never-used context with the prelude installed: what one call needs. */
 export interface PreparedContext {
@@ -26,14 +20,6 @@ export interface PreparedContext {
 const PRELUDE_TIMEOUT_MS = 2000;
 /** A module evaluated ahead of its call gets at most this long (a slow top level is left to the call). */
 const EARLY_MODULE_TIMEOUT_MS = 250;
-const MAX_EARLY_LOGS = 100;
-/** Host memory held for logs written ahead of a call; past it the module is evaluated at call time (where logBytes applies). */
-const MAX_EARLY_LOG_BYTES = 64 * 1024;
-
-const refuse: HostBinding = {
-  sync: () => ({ ok: false, error: { message: 'no run owns this context' } }),
-  start: () => ({ ok: false, error: { message: 'no run owns this context' } }),
-};
 
 /**
  * A warm isolate for one function: its prelude and compiled module stay compiled between calls,
@@ -150,7 +136,7 @@ export class WarmIsolate {
   async #prepare(sync: boolean): Promise<PreparedContext> {
     const isolate = this.isolate;
     const prelude = this.#prelude;
-    const binding: HostBinding = { ...refuse };
+    const binding: HostBinding = { ...REFUSE_ALL };
     const callbacks = [new ivm.Callback((...a: unknown[]) => binding.sync(...(a as [unknown]))), new ivm.Callback((op: unknown, p: unknown) => binding.start(op, p))];
     const context = sync ? isolate.createContextSync() : await isolate.createContext();
     const refs: ivm.Reference[] = [];
@@ -171,8 +157,8 @@ export class WarmIsolate {
         binding,
         earlyLogs: [],
         release() {
-          binding.sync = refuse.sync;
-          binding.start = refuse.start;
+          binding.sync = REFUSE_ALL.sync;
+          binding.start = REFUSE_ALL.start;
           // Throws only when the isolate is already gone, which released everything anyway.
           try {
             prepared.exports?.release();
@@ -199,34 +185,21 @@ export class WarmIsolate {
    * to evaluation at call time, where it behaves (and fails) exactly as it always does.
    */
   async #evaluateEarly(prepared: PreparedContext, compiled: CompiledFunction, timeoutMs: number, sync: boolean): Promise<void> {
-    let needsRun = false;
-    let logBytes = 0;
-    prepared.binding.sync = (op, a, b, c, d) => {
-      if (op === 'log' && typeof a === 'string' && typeof b === 'string') {
-        logBytes += b.length;
-        if (prepared.earlyLogs.length >= MAX_EARLY_LOGS || logBytes > MAX_EARLY_LOG_BYTES) needsRun = true;
-        else prepared.earlyLogs.push([a, b]);
-        return { ok: true };
-      }
-      if (op === 'random' || op === 'url') return pureHostOp(op, a, b, c, d);
-      needsRun = true;
-      return { ok: false, error: { message: 'not available before the call' } };
-    };
-    prepared.binding.start = () => {
-      needsRun = true;
-      return { ok: false, error: { message: 'not available before the call' } };
-    };
+    const early = new EarlyBridge();
+    prepared.binding.sync = early.sync;
+    prepared.binding.start = early.start;
     try {
       const script = await this.#scripts.get(compiled.hash);
       if (!script) throw new Error('module not compiled');
       const options = { reference: true as const, timeout: Math.min(timeoutMs, EARLY_MODULE_TIMEOUT_MS) };
       prepared.exports = (sync ? script.runSync(prepared.context, options) : await script.run(prepared.context, options)) as ivm.Reference;
     } catch {
-      needsRun = true;
+      early.needsRun = true;
     }
-    prepared.binding.sync = refuse.sync;
-    prepared.binding.start = refuse.start;
-    if (needsRun) {
+    prepared.binding.sync = REFUSE_ALL.sync;
+    prepared.binding.start = REFUSE_ALL.start;
+    prepared.earlyLogs.push(...early.logs);
+    if (early.needsRun) {
       this.#lateOnly.add(compiled.hash);
       throw new Error('evaluate at call time');
     }

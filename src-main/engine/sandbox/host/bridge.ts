@@ -1,0 +1,276 @@
+// The host side of the prelude's bridge: every operation a guest can ask of the sandbox host, in
+// one place. The prelude reaches the host only through two isolated-vm Callbacks per context,
+// `hostSync(op, ...)` and `hostStart(op, payload)`; a context's HostBinding routes them to whoever
+// owns the context now: nobody (refused), the module evaluated ahead of its call (EarlyBridge), or
+// a run (RunBridge). Every answer is a copy, every argument is checked here, and nothing here
+// throws into the isolate: a refusal is an answer.
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type ivm from 'isolated-vm';
+import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
+import type { LogEntry, LogLevel } from '../../model/index.ts';
+import type { OutgoingRequest, ProgressUpdate, SandboxJob } from '../protocol.ts';
+
+/** What the host answers an operation of the prelude: a value, or an error the guest sees. */
+export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
+
+/** The host side of one context's bridge; its owner points it at itself for as long as it owns the context. */
+export interface HostBinding {
+  sync: (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => HostAnswer;
+  start: (op: unknown, payload: unknown) => HostAnswer;
+}
+
+export function refusal(message: string, code = 'bad_input'): HostAnswer {
+  return { ok: false, error: { code, message } };
+}
+
+/** What a context answers while no run owns it. */
+export const REFUSE_ALL: Readonly<HostBinding> = Object.freeze({
+  sync: () => refusal('no run owns this context'),
+  start: () => refusal('no run owns this context'),
+});
+
+// ------------------------------------------------------------ pure ops ----
+
+const URL_PARTS = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash']);
+
+/** Host operations that need no run: random bytes and URL parsing. Never throws. */
+export function pureHostOp(op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown): HostAnswer {
+  switch (op) {
+    case 'random': {
+      const n = typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= 65536 ? a : -1;
+      if (n < 0) return refusal('random: bad length');
+      return { ok: true, value: new Uint8Array(randomBytes(n)) };
+    }
+    case 'url':
+      return parseUrl(a, b, c, d);
+    default:
+      return refusal('unknown host operation');
+  }
+}
+
+function parseUrl(href: unknown, base: unknown, part: unknown, value: unknown): HostAnswer {
+  if (typeof href !== 'string' || (base !== undefined && typeof base !== 'string')) return refusal('URL: expected strings');
+  let url: URL;
+  try {
+    url = base === undefined ? new URL(href) : new URL(href, base);
+  } catch {
+    return { ok: false, error: { code: 'bad_input', message: `Invalid URL: ${href.slice(0, 200)}` } };
+  }
+  if (part !== undefined) {
+    if (typeof part !== 'string' || !URL_PARTS.has(part) || typeof value !== 'string') return refusal('URL: bad property');
+    try {
+      (url as unknown as Record<string, string>)[part] = value;
+    } catch {
+      return { ok: false, error: { code: 'bad_input', message: `Invalid URL: ${value.slice(0, 200)}` } };
+    }
+  }
+  const { href: h, origin, protocol, username, password, host, hostname, port, pathname, search, hash } = url;
+  return { ok: true, value: { href: h, origin, protocol, username, password, host, hostname, port, pathname, search, hash } };
+}
+
+// ------------------------------------------------- ahead of the call ----
+
+const MAX_EARLY_LOGS = 100;
+/** Host memory held for logs written ahead of a call; past it the module is evaluated at call time (where logBytes applies). */
+const MAX_EARLY_LOG_BYTES = 64 * 1024;
+
+/**
+ * The bridge while a module is evaluated ahead of its call: logs are kept for the call, random
+ * bytes and URLs work, and anything that needs a run (fetch, timers, progress) marks the module
+ * version as one to evaluate at call time instead.
+ */
+export class EarlyBridge implements HostBinding {
+  readonly logs: Array<[string, string]> = [];
+  needsRun = false;
+  #logBytes = 0;
+
+  readonly sync = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown): HostAnswer => {
+    if (op === 'log' && typeof a === 'string' && typeof b === 'string') {
+      this.#logBytes += b.length;
+      if (this.logs.length >= MAX_EARLY_LOGS || this.#logBytes > MAX_EARLY_LOG_BYTES) this.needsRun = true;
+      else this.logs.push([a, b]);
+      return { ok: true };
+    }
+    if (op === 'random' || op === 'url') return pureHostOp(op, a, b, c, d);
+    this.needsRun = true;
+    return refusal('not available before the call');
+  };
+
+  readonly start = (): HostAnswer => {
+    this.needsRun = true;
+    return refusal('not available before the call');
+  };
+}
+
+// ------------------------------------------------------------ a run ----
+
+/** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
+const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
+const LOG_LEVELS = new Set<LogLevel>(['debug', 'info', 'warn', 'error']);
+
+/** What a run lends its bridge: its clock, its end, and how it fails. */
+export interface RunControl {
+  /** performance.now() when the run started (log times are relative to it). */
+  readonly started: number;
+  /** Milliseconds left before the deadline, at least 1. */
+  remaining(): number;
+  /** True once the run has ended or failed: every operation is refused from then on. */
+  over(): boolean;
+  /** Aborted when the run ends: pending vendor requests are closed. */
+  readonly signal: AbortSignal;
+  /** Ends the run now with `code` (the first failure wins). */
+  fail(code: ErrorCode, message: string, details?: Record<string, unknown>): void;
+  /** Turns an exception from isolated-vm into the limit it stands for. */
+  classify(error: unknown): ErrorInfo;
+}
+
+/**
+ * The host side of the bridge for one run: logs and their byte limit, progress, timers, and
+ * fetches (counted against fetchCount, performed by the job's fetch, settled back in the isolate
+ * with the time left as their CPU budget).
+ */
+export class RunBridge implements HostBinding {
+  readonly logs: LogEntry[] = [];
+  readonly #job: SandboxJob;
+  readonly #run: RunControl;
+  readonly #timers = new Set<NodeJS.Timeout>();
+  #logBytes = 0;
+  #fetches = 0;
+  #nextOp = 1;
+  #settleRef: ivm.Reference | undefined;
+
+  constructor(job: SandboxJob, run: RunControl) {
+    this.#job = job;
+    this.#run = run;
+  }
+
+  /** The context's settle function: where finished host operations are delivered. */
+  attach(settle: ivm.Reference): void {
+    this.#settleRef = settle;
+  }
+
+  /** Clears the run's timers (its vendor requests are closed by the run's signal). */
+  close(): void {
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+  }
+
+  readonly sync = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown): HostAnswer => {
+    try {
+      if (this.#run.over()) return refusal('the run has ended');
+      switch (op) {
+        case 'log':
+          return this.log(a, b);
+        case 'progress':
+          return this.#progress(a, b, c);
+        default:
+          return pureHostOp(op, a, b, c, d);
+      }
+    } catch (error) {
+      return refusal(error instanceof StudioError ? error.message : 'host operation failed');
+    }
+  };
+
+  readonly start = (op: unknown, payload: unknown): HostAnswer => {
+    try {
+      if (this.#run.over()) return refusal('the run has ended');
+      const id = this.#nextOp++;
+      if (op === 'sleep') return this.#sleep(id, payload);
+      if (op === 'fetch') return this.#fetch(id, payload);
+      return refusal('unknown host operation');
+    } catch {
+      return refusal('host operation failed');
+    }
+  };
+
+  /** A log line from the guest (also the logs its module wrote ahead of the call). */
+  log(level: unknown, text: unknown): HostAnswer {
+    if (typeof level !== 'string' || !LOG_LEVELS.has(level as LogLevel) || typeof text !== 'string') return refusal('log: bad entry');
+    this.#logBytes += Buffer.byteLength(text) + 1;
+    const limit = this.#job.limits.logBytes;
+    if (this.#logBytes > limit) {
+      this.#run.fail('log_limit', `the function logged more than ${limit} bytes (limits.logBytes); log less or raise the limit`, { limit: 'logBytes' });
+      return refusal('log limit reached', 'log_limit');
+    }
+    const entry: LogEntry = { level: level as LogLevel, message: text, at: Math.round(performance.now() - this.#run.started) };
+    this.logs.push(entry);
+    this.#job.onLog?.(entry);
+    return { ok: true };
+  }
+
+  #progress(progress: unknown, total: unknown, message: unknown): HostAnswer {
+    if (typeof progress !== 'number' || !Number.isFinite(progress)) return refusal('ctx.progress: progress must be a number');
+    const update: ProgressUpdate = { progress };
+    if (typeof total === 'number' && Number.isFinite(total)) update.total = total;
+    if (typeof message === 'string') update.message = message.slice(0, 1000);
+    this.#job.onProgress?.(update);
+    return { ok: true };
+  }
+
+  #sleep(id: number, payload: unknown): HostAnswer {
+    const ms = typeof payload === 'number' && Number.isFinite(payload) ? Math.max(0, payload) : 0;
+    if (ms > this.#run.remaining()) return { ok: true, value: id }; // would fire after the deadline: never does
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      this.#settle(id, true, undefined);
+    }, ms);
+    this.#timers.add(timer);
+    return { ok: true, value: id };
+  }
+
+  #fetch(id: number, payload: unknown): HostAnswer {
+    const request = readRequest(payload);
+    if (typeof request === 'string') return refusal(`ctx.fetch: ${request}`, 'bad_input');
+    this.#fetches++;
+    if (this.#fetches > this.#job.limits.fetchCount) {
+      const limit = this.#job.limits.fetchCount;
+      this.#run.fail('fetch_limit', `the function made more than ${limit} requests (limits.fetchCount); make fewer or raise the limit`, { limit: 'fetchCount' });
+      return refusal('fetch limit reached', 'fetch_limit');
+    }
+    this.#job
+      .fetch(request, this.#run.signal)
+      .then(
+        (response) => this.#settle(id, true, { ...response }),
+        (error: unknown) => {
+          const info = toErrorInfo(error);
+          if (RUN_ENDING_CODES.has(info.code)) this.#run.fail(info.code, info.message, info.details);
+          else this.#settle(id, false, { code: info.code, message: info.message });
+        },
+      )
+      .catch(() => {});
+    return { ok: true, value: id };
+  }
+
+  /** Finishes an async host operation inside the isolate, with the time left as its CPU budget. */
+  #settle(id: number, ok: boolean, value: unknown): void {
+    const ref = this.#settleRef;
+    if (this.#run.over() || !ref) return;
+    ref.apply(undefined, [id, ok, value], { arguments: { copy: true }, timeout: this.#run.remaining() }).catch((error: unknown) => {
+      if (this.#run.over()) return;
+      const info = this.#run.classify(error);
+      this.#run.fail(info.code, info.message, info.details);
+    });
+  }
+}
+
+function readRequest(payload: unknown): OutgoingRequest | string {
+  if (!payload || typeof payload !== 'object') return 'bad request';
+  const p = payload as Record<string, unknown>;
+  if (typeof p.url !== 'string' || p.url.length > 16_384) return 'the URL must be a string of at most 16384 characters';
+  if (typeof p.method !== 'string') return 'method must be a string';
+  if (!Array.isArray(p.headers) || !p.headers.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === 'string' && typeof h[1] === 'string')) {
+    return 'headers must be name/value pairs';
+  }
+  if (p.body !== undefined && !(p.body instanceof Uint8Array)) return 'body must be bytes';
+  if (p.credential !== undefined && typeof p.credential !== 'string') return 'credential must be a string';
+  if (p.redirect !== 'follow' && p.redirect !== 'manual' && p.redirect !== 'error') return 'redirect must be "follow", "manual" or "error"';
+  return {
+    url: p.url,
+    method: p.method,
+    headers: p.headers as Array<[string, string]>,
+    body: p.body as Uint8Array | undefined,
+    credential: p.credential as string | undefined,
+    redirect: p.redirect,
+  };
+}
