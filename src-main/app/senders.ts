@@ -1,3 +1,5 @@
+import { isOwnRendererUrl } from './windowPolicy.ts';
+
 /**
  * Whether an IPC message comes from our own window's main frame showing our own renderer:
  * not an iframe, not another window, not a page that navigated elsewhere.
@@ -5,14 +7,5 @@
 export function isTrustedSender(sender: { frameUrl: string | undefined; isMainFrame: boolean; windowId: number | undefined }, expected: { rendererUrl: string; windowId: number | undefined }): boolean {
   if (!sender.isMainFrame || sender.frameUrl === undefined || sender.windowId === undefined) return false;
   if (sender.windowId !== expected.windowId) return false;
-  let actual: URL;
-  let wanted: URL;
-  try {
-    actual = new URL(sender.frameUrl);
-    wanted = new URL(expected.rendererUrl);
-  } catch {
-    return false;
-  }
-  if (wanted.protocol === 'file:') return actual.protocol === 'file:' && actual.pathname === wanted.pathname;
-  return actual.origin === wanted.origin;
+  return isOwnRendererUrl(sender.frameUrl, expected.rendererUrl);
 }
