@@ -1,4 +1,5 @@
 import { StudioError } from '../engine/index.ts';
+import { parseAllowedOrigins } from '../engine/mcp/httpOrigin.ts';
 import { serveMcpStdio } from '../engine/mcp/stdio.ts';
 import { aborted, EXIT_OK, parse, signalExitCode, UsageError, type Command } from './common.ts';
 
@@ -19,7 +20,7 @@ const mcp: Command = {
 };
 
 const serve: Command = {
-  usage: 'serve [--port N] [--host 127.0.0.1] [--no-auth]',
+  usage: 'serve [--port N] [--host 127.0.0.1] [--no-auth] [--allow-origin ORIGIN]…',
   createsDataDir: () => true,
   summary:
     'Serves Streamable HTTP MCP at http://HOST:PORT/mcp (and /mcp/<profile>). A bearer token is required unless --no-auth; "callable token" prints it. Runs until interrupted.',
@@ -27,19 +28,28 @@ const serve: Command = {
     ['--port N', 'the port (default 7777; 0 picks a free one)'],
     ['--host ADDR', 'the address to listen on (default 127.0.0.1, this machine only)'],
     ['--no-auth', 'accept calls without the bearer token (any local program may call your functions)'],
+    ['--allow-origin ORIGIN', 'accept browser requests from this origin, e.g. http://localhost:6274 (repeatable; none by default)'],
   ],
   examples: ['callable serve --port 7777'],
   async run(ctx) {
-    const { values } = parse(ctx.args, { port: { type: 'string' }, host: { type: 'string' }, 'no-auth': { type: 'boolean' } }, 0);
+    const { values } = parse(ctx.args, { port: { type: 'string' }, host: { type: 'string' }, 'no-auth': { type: 'boolean' }, 'allow-origin': { type: 'string', multiple: true } }, 0);
     const port = values.port === undefined ? 7777 : Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a number from 0 to 65535');
+    const allowed = parseAllowedOrigins(values['allow-origin'] ?? []);
+    if ('error' in allowed) throw new UsageError(`--allow-origin: ${allowed.error}`);
     const host = values.host ?? '127.0.0.1';
     const engine = ctx.engine();
     const token = values['no-auth'] ? undefined : await engine.mcpToken();
     // The HTTP stack loads only for `serve`.
     const { startMcpHttpServer } = await import('../engine/mcp/http.ts');
     // The token is read again as it changes, so "callable token --regenerate" takes effect here at once.
-    const server = await startMcpHttpServer(engine, { host, port, token: token === undefined ? undefined : () => engine.mcpToken(), diagnostic: (m) => ctx.err(m) }).catch((error: unknown) => {
+    const server = await startMcpHttpServer(engine, {
+      host,
+      port,
+      token: token === undefined ? undefined : () => engine.mcpToken(),
+      allowedOrigins: allowed.origins,
+      diagnostic: (m) => ctx.err(m),
+    }).catch((error: unknown) => {
       throw listenFailure(error, host, port);
     });
     const auth = token

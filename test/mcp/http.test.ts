@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -146,8 +147,16 @@ describe('the official MCP conformance suite against callable serve', () => {
     const engine = createEngine({ dataDir });
     await seedMcpFunctions(engine);
     engine.close();
-    // The conformance client sends no Authorization header.
-    serve = await startServe(dataDir, ['--no-auth']);
+    // The conformance client sends no Authorization header. Its dns-rebinding scenario sends the
+    // server's own origin (http://localhost:PORT) and expects it accepted: that origin is listed
+    // explicitly, since no origin is accepted by default.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createNetServer().listen(0, '127.0.0.1', () => {
+        const free = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(free));
+      });
+    });
+    serve = await startServe(dataDir, ['--no-auth', '--port', String(port), '--allow-origin', `http://localhost:${port}`]);
   });
 
   afterAll(async () => {

@@ -18,6 +18,7 @@ beforeAll(async () => {
   await engine.saveFunction(
     { spec: { name: 'needs_secret', allowedHosts: ['api.example.com'], credentials: ['vault'] }, source: "export default async (a, ctx) => (await ctx.fetch('https://api.example.com/', { credential: 'vault' })).status" },
   );
+  engine.credentials.grant('vault', 'needs_secret');
   engine.close();
 });
 

@@ -1,10 +1,13 @@
 import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
-import { hostHeaderValidation, localhostHostValidation, localhostOriginValidation, NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import { hostHeaderValidation, localhostHostValidation, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, refuseBody } from './httpGuards.ts';
+import { CallGate, capConnections, DEFAULT_HTTP_LIMITS, RETRY_AFTER_SECONDS, type GateSlot, type HttpLimits } from './httpLimits.ts';
+import { originAllowed } from './httpOrigin.ts';
+import { cancelledIdOf, requestsOf, TrackedTransport, type RequestId } from './httpSession.ts';
 import type { McpEnginePort as Engine } from './port.ts';
 import { ToolServer } from './server.ts';
 
@@ -20,6 +23,13 @@ export interface HttpOptions {
   maxBodyBytes?: number;
   /** Idle 2025-era sessions are closed after this long. */
   sessionIdleMs?: number;
+  /**
+   * Browser origins (canonical scheme://host[:port], see normalizeOrigin) whose requests are
+   * accepted; requests without an Origin header are not browser requests and always pass.
+   */
+  allowedOrigins?: readonly string[];
+  /** Resource bounds; each defaults to DEFAULT_HTTP_LIMITS. */
+  limits?: Partial<HttpLimits>;
 }
 
 export interface RunningHttpServer {
@@ -47,7 +57,10 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const idleMs = options.sessionIdleMs ?? 30 * 60 * 1000;
   const validateHost = LOOPBACK.has(options.host) ? localhostHostValidation() : hostHeaderValidation([options.host, 'localhost', '127.0.0.1']);
-  const validateOrigin = localhostOriginValidation();
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
+  const calls = new CallGate(limits.maxRunningCalls, limits.maxQueuedCalls);
+  let streams = 0;
   const onerror = (error: Error): void => options.diagnostic(`mcp http: ${error.message}`);
 
   interface Endpoint {
@@ -78,9 +91,11 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   };
 
   interface Session {
-    transport: NodeStreamableHTTPServerTransport;
+    transport: TrackedTransport;
     profile: string;
     lastSeen: number;
+    /** Its GET stream is open. */
+    listening: boolean;
   }
   const sessions = new Map<string, Session>();
 
@@ -95,6 +110,52 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   }, 60_000);
   sweeper.unref();
 
+  /** Makes room for one more session: drops the longest-idle one with nothing in flight, if any. */
+  const roomForSession = (): boolean => {
+    if (sessions.size < limits.maxSessions) return true;
+    let idlest: Session | undefined;
+    for (const s of sessions.values()) {
+      if (s.listening || s.transport.inflightCount > 0) continue;
+      if (idlest === undefined || s.lastSeen < idlest.lastSeen) idlest = s;
+    }
+    if (idlest === undefined) return false;
+    if (idlest.transport.sessionId !== undefined) sessions.delete(idlest.transport.sessionId);
+    void idlest.transport.close().catch(() => {});
+    return true;
+  };
+
+  /** Holds a listening-stream place until the response closes; false (and a 503 sent) when none is left. */
+  const holdStream = (res: ServerResponse, id: unknown): boolean => {
+    if (streams >= limits.maxStreams) {
+      busy(res, id, `${limits.maxStreams} listening streams are open (the limit); close one or retry later`);
+      return false;
+    }
+    streams++;
+    res.once('close', () => streams--);
+    return true;
+  };
+
+  /**
+   * A place in the call gate for a POST's tool calls, held until they are answered (legacy) or the
+   * response closes (modern). Undefined when the POST has no tool call; null when refused (sent).
+   */
+  const callSlot = async (res: ServerResponse, requests: Array<{ id: RequestId; method: string }>): Promise<GateSlot | undefined | null> => {
+    const weight = requests.filter((r) => r.method === 'tools/call').length;
+    if (weight === 0) return undefined;
+    const gone = new AbortController();
+    const onClose = (): void => gone.abort();
+    res.once('close', onClose);
+    const slot = await calls.enter(weight, gone.signal);
+    res.off('close', onClose);
+    if (slot === 'gone') return null;
+    if (slot === 'busy') {
+      const { running, queued } = calls.limits;
+      busy(res, requests.length === 1 ? requests[0]!.id : null, `${running} tool calls are running and ${queued} waiting (the limit)`);
+      return null;
+    }
+    return slot;
+  };
+
   const legacySession = async (req: IncomingMessage, res: ServerResponse, body: unknown, profile: string | undefined): Promise<void> => {
     const header = req.headers['mcp-session-id'];
     const sid = Array.isArray(header) ? header[0] : header;
@@ -105,11 +166,15 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
         sendJsonRpcError(res, sid !== undefined ? 404 : 400, -32000, sid !== undefined ? 'Session not found: start a new session with initialize' : 'Bad Request: no session; send initialize first');
         return;
       }
+      if (!roomForSession()) {
+        busy(res, requestsOf(body)[0]?.id ?? null, `${limits.maxSessions} sessions are busy (the limit); end one (DELETE) or retry later`);
+        return;
+      }
       const endpoint = endpointFor(profile);
-      const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+      const transport: TrackedTransport = new TrackedTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id: string) => {
-          sessions.set(id, { transport, profile: profile ?? '', lastSeen: Date.now() });
+          sessions.set(id, { transport, profile: profile ?? '', lastSeen: Date.now(), listening: false });
         },
         onsessionclosed: (id: string) => {
           sessions.delete(id);
@@ -118,6 +183,7 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
       const server = await endpoint.tools.trackedFactory({ era: 'legacy' });
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
+        transport.releaseAll();
         void server.close().catch(() => {});
       };
       await server.connect(transport);
@@ -125,23 +191,71 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
       return;
     }
     session.lastSeen = Date.now();
-    await session.transport.handleRequest(req, res, body);
+    const transport = session.transport;
+    if (req.method === 'GET') {
+      if (!holdStream(res, null)) return;
+      const listening = session;
+      listening.listening = true;
+      res.once('close', () => (listening.listening = false));
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method !== 'POST') {
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+    // A second request with an id already in flight would take over the first one's response
+    // stream (and its result would be lost): it is refused instead.
+    const requests = requestsOf(body);
+    const reused = requests.find((r, i) => transport.inFlight(r.id) || requests.findIndex((o) => o.id === r.id) !== i);
+    if (reused !== undefined) {
+      sendJsonRpcError(res, 409, -32600, `Invalid Request: request id ${JSON.stringify(reused.id)} is already in flight in this session; use a new id`, reused.id);
+      return;
+    }
+    // The ids count as in flight while the POST waits for a call slot too.
+    const reserved = transport.begin(requests, undefined);
+    const slot = await callSlot(res, requests);
+    reserved();
+    if (slot === null) return;
+    const withdraw = transport.begin(requests, slot);
+    // A POST the transport refuses (a 4xx before its messages are dispatched) gets no responses
+    // through send(): its ids and slot are given back when it closes.
+    res.once('close', () => {
+      if (res.statusCode >= 400) withdraw();
+    });
+    await transport.handleRequest(req, res, body);
+    const cancelled = cancelledIdOf(body);
+    if (cancelled.length > 0) transport.cancelled(cancelled);
   };
 
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
+    // A connection over the bound was answered 503 when it opened; it gets nothing more.
+    if (connections.refused.has(req.socket)) return;
     handle(req, res).catch((error: unknown) => {
       onerror(error instanceof Error ? error : new Error(String(error)));
       if (!res.headersSent) sendJsonRpcError(res, 500, -32603, 'Internal error');
       else res.end();
     });
   };
-  const httpServer: HttpServer = createServer(serve);
+  // Node checks the header and request timeouts on an interval (30 s by default): a shorter one
+  // makes a 10 s bound close to 10 s.
+  const checkEvery = Math.max(50, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)));
+  const httpServer: HttpServer = createServer({ connectionsCheckingInterval: checkEvery }, serve);
+  httpServer.headersTimeout = limits.headersTimeoutMs;
+  httpServer.requestTimeout = limits.requestTimeoutMs;
+  httpServer.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  const connections = capConnections(httpServer, limits.maxConnections);
   // With a listener Node no longer answers "Expect: 100-continue" by itself: the body is asked for
   // (writeContinue in readJsonBody) only after every check, so an oversized one gets 413 at once.
   httpServer.on('checkContinue', serve);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (!validateHost(req, res) || !validateOrigin(req, res)) return;
+    if (!validateHost(req, res)) return;
+    const origin = originAllowed(req.headersDistinct.origin, allowedOrigins);
+    if (!origin.ok) {
+      sendJsonRpcError(res, 403, -32000, origin.message);
+      return;
+    }
     // A browser that sends no Origin still says where the request comes from.
     if (req.headers.origin === undefined && String(req.headers['sec-fetch-site'] ?? '').toLowerCase() === 'cross-site') {
       sendJsonRpcError(res, 403, -32000, 'Forbidden: cross-site requests are not accepted');
@@ -198,8 +312,17 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     }
     const legacy =
       req.headers['mcp-session-id'] !== undefined || (await isLegacyRequest(await toWebRequest(req, body), body, { maxRequestBodySize: maxBody }));
-    if (legacy) await legacySession(req, res, body, profile);
-    else await endpoint.node(req, res, body);
+    if (legacy) {
+      await legacySession(req, res, body, profile);
+      return;
+    }
+    const requests = requestsOf(body);
+    if (requests.some((r) => r.method === 'subscriptions/listen') && !holdStream(res, requests[0]!.id)) return;
+    // A stateless call holds its slot until its response closes; a client that goes away cancels it.
+    const slot = await callSlot(res, requests);
+    if (slot === null) return;
+    if (slot) res.once('close', () => slot.release());
+    await endpoint.node(req, res, body);
   };
 
   await new Promise<void>((resolve, reject) => {
@@ -225,8 +348,13 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   };
 }
 
-function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
+function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string, id: unknown = null, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
+}
+
+/** 503 with Retry-After: a bound is reached; the client may come back shortly. */
+function busy(res: ServerResponse, id: unknown, why: string): void {
+  sendJsonRpcError(res, 503, -32000, `Server busy: ${why}; retry after ${RETRY_AFTER_SECONDS} s`, id, { 'retry-after': String(RETRY_AFTER_SECONDS) });
 }
 
 async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<{ body: unknown } | { error: string; status: number; code: number }> {

@@ -1,0 +1,135 @@
+// The resource bounds of the HTTP MCP server: every one of them refuses with a clear answer (503
+// and Retry-After) instead of letting a hostile or runaway client take the process down.
+import type { Server as HttpServer } from 'node:http';
+import type { Socket } from 'node:net';
+
+export interface HttpLimits {
+  /** Open TCP connections; one more is answered 503 and closed. */
+  maxConnections: number;
+  /** Time for a client to send a request's headers (also a fresh connection that sends nothing). */
+  headersTimeoutMs: number;
+  /** Time for a client to send a whole request, headers and body. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveTimeoutMs: number;
+  /** 2025-era sessions held at once; at the bound the longest-idle one is dropped, or 503 if all are busy. */
+  maxSessions: number;
+  /** Long-lived listening streams (2025-era GET, 2026-era subscriptions/listen) open at once. */
+  maxStreams: number;
+  /** Tool calls running at once. */
+  maxRunningCalls: number;
+  /** Tool calls waiting for a running slot; one more is answered 503. */
+  maxQueuedCalls: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
+  maxConnections: 256,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxSessions: 256,
+  maxStreams: 64,
+  maxRunningCalls: 32,
+  maxQueuedCalls: 64,
+};
+
+/** What a refused client is told to wait before trying again, in seconds. */
+export const RETRY_AFTER_SECONDS = 2;
+
+/** A place held in the call gate: released once, in parts (a batch) or all at once. */
+export interface GateSlot {
+  /** Gives back `count` of the slot's units (all that remain when omitted). */
+  release(count?: number): void;
+}
+
+/**
+ * Bounds the tool calls running at once, with a bounded FIFO queue behind them. Entering returns a
+ * slot, 'busy' when the queue is full, or 'gone' when the caller's signal ended the wait.
+ */
+export class CallGate {
+  readonly #maxRunning: number;
+  readonly #maxQueued: number;
+  #running = 0;
+  readonly #queue: Array<{ weight: number; admit: () => void }> = [];
+
+  constructor(maxRunning: number, maxQueued: number) {
+    this.#maxRunning = Math.max(1, maxRunning);
+    this.#maxQueued = Math.max(0, maxQueued);
+  }
+
+  get limits(): { running: number; queued: number } {
+    return { running: this.#maxRunning, queued: this.#maxQueued };
+  }
+
+  enter(weight: number, signal: AbortSignal): Promise<GateSlot | 'busy' | 'gone'> {
+    const units = Math.min(Math.max(1, weight), this.#maxRunning);
+    if (signal.aborted) return Promise.resolve('gone');
+    if (this.#queue.length === 0 && this.#running + units <= this.#maxRunning) return Promise.resolve(this.#admit(units));
+    if (this.#queue.length >= this.#maxQueued) return Promise.resolve('busy');
+    return new Promise((resolve) => {
+      const entry = {
+        weight: units,
+        admit: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(this.#admit(units));
+        },
+      };
+      const onAbort = (): void => {
+        const at = this.#queue.indexOf(entry);
+        if (at >= 0) this.#queue.splice(at, 1);
+        resolve('gone');
+        this.#pump();
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#queue.push(entry);
+    });
+  }
+
+  #admit(units: number): GateSlot {
+    this.#running += units;
+    let held = units;
+    return {
+      release: (count = held) => {
+        const n = Math.min(count, held);
+        if (n <= 0) return;
+        held -= n;
+        this.#running -= n;
+        this.#pump();
+      },
+    };
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#running + this.#queue[0]!.weight <= this.#maxRunning) this.#queue.shift()!.admit();
+  }
+}
+
+/**
+ * Caps a server's open connections: one over the bound is answered with a 503 (Retry-After) as
+ * soon as it connects and closed, so the client learns why instead of seeing a reset.
+ * Returns the sockets refused this way, whose requests the server must then ignore.
+ */
+export function capConnections(server: HttpServer, max: number): { refused: WeakSet<Socket> } {
+  let open = 0;
+  const refused = new WeakSet<Socket>();
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: -32000, message: `Server busy: ${max} connections are open (the limit); retry after ${RETRY_AFTER_SECONDS} s` },
+  });
+  const answer =
+    `HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${RETRY_AFTER_SECONDS}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  server.on('connection', (socket: Socket) => {
+    if (open >= max) {
+      refused.add(socket);
+      socket.end(answer);
+      // A peer that never closes its side does not keep the socket.
+      setTimeout(() => socket.destroy(), 1000).unref();
+      return;
+    }
+    open++;
+    socket.once('close', () => open--);
+  });
+  return { refused };
+}

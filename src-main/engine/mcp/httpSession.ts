@@ -1,0 +1,119 @@
+// Bookkeeping for 2025-era sessions: which request ids are in flight, so that a reused id is
+// refused instead of stealing the first request's response stream, and a cancelled request's
+// response stream is closed instead of waiting forever for a response that is never sent.
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+
+export type RequestId = string | number;
+
+/** The requests (messages with a method and an id) of a body, single or batch. */
+export function requestsOf(body: unknown): Array<{ id: RequestId; method: string }> {
+  const out: Array<{ id: RequestId; method: string }> = [];
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (!isObject(m) || typeof m.method !== 'string') continue;
+    if (typeof m.id === 'string' || typeof m.id === 'number') out.push({ id: m.id, method: m.method });
+  }
+  return out;
+}
+
+/** The request ids a body's notifications/cancelled name. */
+export function cancelledIdOf(body: unknown): RequestId[] {
+  const out: RequestId[] = [];
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (!isObject(m) || m.method !== 'notifications/cancelled' || 'id' in m || !isObject(m.params)) continue;
+    const id = m.params.requestId;
+    if (typeof id === 'string' || typeof id === 'number') out.push(id);
+  }
+  return out;
+}
+
+/** One POST of a session whose requests are not all answered yet. */
+interface Exchange {
+  pending: Set<RequestId>;
+  /** The ids of this POST that are tool calls, each holding one unit of `slot`. */
+  calls: Set<RequestId>;
+  slot: { release(count?: number): void } | undefined;
+  cancelled: boolean;
+}
+
+/**
+ * The session transport, told of every response it sends, so the session knows which requests are
+ * still in flight (answered, or cancelled by the client).
+ */
+export class TrackedTransport extends NodeStreamableHTTPServerTransport {
+  readonly #inflight = new Map<RequestId, Exchange>();
+
+  /** Whether any of these ids is in flight in this session. */
+  inFlight(id: RequestId): boolean {
+    return this.#inflight.has(id);
+  }
+
+  get inflightCount(): number {
+    return this.#inflight.size;
+  }
+
+  /**
+   * Records a POST's requests as in flight; `slot` holds one unit per tool call among them and is
+   * given back as each is answered or cancelled. Returns a function that withdraws them all (the
+   * POST never reached the session).
+   */
+  begin(requests: Array<{ id: RequestId; method: string }>, slot: { release(count?: number): void } | undefined): () => void {
+    const exchange: Exchange = {
+      pending: new Set(requests.map((r) => r.id)),
+      calls: new Set(requests.filter((r) => r.method === 'tools/call').map((r) => r.id)),
+      slot,
+      cancelled: false,
+    };
+    for (const id of exchange.pending) this.#inflight.set(id, exchange);
+    return () => {
+      for (const id of exchange.pending) if (this.#inflight.get(id) === exchange) this.#inflight.delete(id);
+      exchange.pending.clear();
+      exchange.slot?.release();
+    };
+  }
+
+  /**
+   * The client cancelled these requests: the server sends them no response, so once nothing else
+   * of their POST is pending, that POST's stream is closed here.
+   */
+  cancelled(ids: RequestId[]): void {
+    for (const id of ids) {
+      const exchange = this.#inflight.get(id);
+      if (!exchange) continue;
+      exchange.cancelled = true;
+      this.#settle(id, exchange);
+    }
+  }
+
+  override async send(message: JSONRPCMessage, options?: Parameters<NodeStreamableHTTPServerTransport['send']>[1]): Promise<void> {
+    const response = !('method' in message) && 'id' in message && (typeof message.id === 'string' || typeof message.id === 'number');
+    try {
+      await super.send(message, options);
+    } finally {
+      if (response) {
+        const id = message.id as RequestId;
+        const exchange = this.#inflight.get(id);
+        if (exchange) this.#settle(id, exchange);
+      }
+    }
+  }
+
+  /** Gives back every slot still held (the session is closing). */
+  releaseAll(): void {
+    for (const exchange of new Set(this.#inflight.values())) exchange.slot?.release();
+    this.#inflight.clear();
+  }
+
+  #settle(id: RequestId, exchange: Exchange): void {
+    this.#inflight.delete(id);
+    exchange.pending.delete(id);
+    if (exchange.calls.delete(id)) exchange.slot?.release(1);
+    // The SDK closes a POST's stream when every request of it has a response; a cancelled one never
+    // gets one, so the stream is closed here (through any request id of that POST).
+    if (exchange.pending.size === 0 && exchange.cancelled) this.closeSSEStream(id);
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
+import { normalizeOrigin, parseAllowedOrigins } from '../../src-main/engine/mcp/httpOrigin.ts';
+import { startServe } from '../support/callable.ts';
+import { cli } from '../support/cli.ts';
+import { testEngine } from '../support/engine.ts';
+import { exchange, INIT_2025 } from '../support/rawHttp.ts';
+import { scratch } from '../support/scratch.ts';
+
+const engine = testEngine();
+const s = scratch();
+const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const withOrigin = (port: number, origin: string | string[] | undefined) =>
+  exchange(port, { headers: origin === undefined ? base : { ...base, origin }, body: INIT_2025 });
+
+describe('Origin allow-list: normalising an origin', () => {
+  it.each([
+    ['http://localhost:6274', 'http://localhost:6274'],
+    ['HTTP://LocalHost:6274/', 'http://localhost:6274'],
+    ['http://localhost:80', 'http://localhost'],
+    ['https://Inspector.Example:443', 'https://inspector.example'],
+    ['http://[::1]:6274', 'http://[::1]:6274'],
+    ['http://127.0.0.1:3000', 'http://127.0.0.1:3000'],
+  ])('%s is %s', (text, origin) => {
+    expect(normalizeOrigin(text)).toEqual({ origin });
+  });
+
+  it.each([
+    ['null', /null/],
+    ['*', /list each origin/],
+    ['localhost:6274', /not an origin/],
+    ['http://localhost:6274/app', /no path/],
+    ['http://localhost:6274?x=1', /no path, query/],
+    ['http://localhost:6274#top', /fragment/],
+    ['ftp://files.example', /not an http or https origin/],
+    ['http://user@localhost:6274', /user name/],
+    ['http://', /not an origin/],
+    ['http://localhost:99999', /not an origin/],
+  ])('%s is refused', (text, why) => {
+    const parsed = normalizeOrigin(text);
+    expect(parsed).toHaveProperty('error');
+    expect((parsed as { error: string }).error).toMatch(why);
+  });
+
+  it('a list keeps each origin once, in canonical form', () => {
+    expect(parseAllowedOrigins(['http://localhost:6274/', 'HTTP://localhost:6274', 'https://a.example'])).toEqual({ origins: ['http://localhost:6274', 'https://a.example'] });
+    expect(parseAllowedOrigins(['http://ok.example', 'null'])).toHaveProperty('error');
+  });
+});
+
+describe('Origin allow-list on the HTTP server', () => {
+  let open: RunningHttpServer;
+  let listed: RunningHttpServer;
+  beforeAll(async () => {
+    open = await startMcpHttpServer(engine, { host: '127.0.0.1', port: 0, token: undefined, diagnostic: () => {} });
+    const allowed = parseAllowedOrigins(['HTTP://localhost:6274/']);
+    if ('error' in allowed) throw new Error(allowed.error);
+    listed = await startMcpHttpServer(engine, { host: '127.0.0.1', port: 0, token: undefined, diagnostic: () => {}, allowedOrigins: allowed.origins });
+  });
+  afterAll(async () => {
+    await open?.close();
+    await listed?.close();
+  });
+
+  it('by default no browser origin passes: not localhost:3000, not the server’s own origin; requests without Origin do', async () => {
+    for (const origin of ['http://localhost:3000', `http://127.0.0.1:${open.port}`, `http://localhost:${open.port}`, 'http://[::1]:6274', 'https://evil.example']) {
+      const reply = await withOrigin(open.port, origin);
+      expect(reply.status, origin).toBe(403);
+      expect(JSON.parse(reply.body)).toMatchObject({ error: { message: expect.stringMatching(/not on this server's allow-list/) } });
+    }
+    expect((await withOrigin(open.port, undefined)).status).toBe(200);
+  });
+
+  it('a listed origin passes exactly: scheme, host and port compared; odd spellings, null and duplicates are refused', async () => {
+    expect((await withOrigin(listed.port, 'http://localhost:6274')).status).toBe(200);
+    expect((await withOrigin(listed.port, undefined)).status).toBe(200);
+    for (const origin of [
+      'http://localhost:6275',
+      'https://localhost:6274',
+      'http://127.0.0.1:6274',
+      'http://localhost',
+      'http://localhost:6274/',
+      'HTTP://LOCALHOST:6274',
+      'http://localhost:6274/path',
+      'null',
+      '',
+      'http://localhost:6274.evil.example',
+    ]) {
+      expect((await withOrigin(listed.port, origin)).status, JSON.stringify(origin)).toBe(403);
+    }
+    // Two Origin headers, even if one is listed.
+    expect((await withOrigin(listed.port, ['http://localhost:6274', 'https://evil.example'])).status).toBe(403);
+    expect((await withOrigin(listed.port, ['http://localhost:6274', 'http://localhost:6274'])).status).toBe(403);
+  });
+});
+
+describe('callable serve --allow-origin', () => {
+  it('accepts the listed origins (repeatable) and refuses others', async () => {
+    const data = s.dir('callable-origin-');
+    const serve = await startServe(data, ['--no-auth', '--allow-origin', 'http://localhost:6274', '--allow-origin', 'https://Inspector.Example/']);
+    s.child(serve.child);
+    try {
+      const port = Number(new URL(serve.url).port);
+      expect((await withOrigin(port, 'http://localhost:6274')).status).toBe(200);
+      expect((await withOrigin(port, 'https://inspector.example')).status).toBe(200);
+      expect((await withOrigin(port, 'http://localhost:3000')).status).toBe(403);
+    } finally {
+      await serve.stop();
+    }
+  });
+
+  it.each([['null'], ['http://localhost:6274/app'], ['localhost:6274'], ['*']])('a malformed --allow-origin %s is one line and exit 2', async (value) => {
+    const data = s.dir('callable-origin-');
+    const run = await cli(['serve', '--port', '0', '--no-auth', '--allow-origin', value, '--data-dir', data]);
+    expect(run.code).toBe(2);
+    const [first, ...rest] = run.stderr.trim().split('\n');
+    expect(first).toMatch(/^callable serve: --allow-origin: /);
+    expect(rest.every((line) => line.startsWith('Usage: '))).toBe(true);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+});
