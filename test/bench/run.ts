@@ -10,7 +10,9 @@
 // call (a reference). Targets are called round-robin (the order rotates every round) so machine
 // noise hits them alike; ratios are product over plain from the same run. The floor of the
 // fresh-context model (bare isolated-vm in this process, test/bench/bare.ts) takes its turn in the
-// burst and 16-in-flight rounds like a target. Memory figures count `callable mcp`'s sandbox host
+// burst and 16-in-flight rounds like a target, and the plain server with a fresh context per call
+// (plainServer.ts stdio-context) is the ideal fresh-context server: the issue's figures computed
+// for it (ideal_*) bound what any design can reach on this machine. Memory figures count `callable mcp`'s sandbox host
 // processes; three memory bombs (test/bench/bombs.ts) run against a live `callable mcp` at the end,
 // with its hosts' resident size sampled from /proc. It only reports: the
 // exit code is 0 even when a target is missed (1 only when the bench itself could not run).
@@ -30,6 +32,7 @@ import { fmt, maxOf, mean, median, minOf, quantile, rotate, round, table } from 
 import {
   killEverything,
   plainStdio,
+  plainStdioContext,
   productStdio,
   REPO,
   sandboxHostPids,
@@ -146,6 +149,9 @@ const TARGETS = {
   fresh_context_floor_ms: { op: 'info', value: Number.NaN, shown: '(floor)' },
   stdio_burst_overhead_over_floor: { op: '<=', value: 1.0, shown: '1.0' },
   stdio_16_inflight_vs_floor: { op: '>=', value: 0.8, shown: '0.8' },
+  ideal_sparse_p50_ratio: { op: 'info', value: Number.NaN, shown: '(ideal)' },
+  ideal_burst_overhead_over_floor: { op: 'info', value: Number.NaN, shown: '(ideal)' },
+  ideal_16_inflight_vs_floor: { op: 'info', value: Number.NaN, shown: '(ideal)' },
   bomb_peak_host_rss_mib: { op: '<=cap', value: Number.NaN, shown: 'cap' },
   bomb_host_cap_mib: { op: 'info', value: Number.NaN, shown: '(cap)' },
   server_alive_after_bombs: { op: '=', value: 1, shown: 'true' },
@@ -307,6 +313,7 @@ async function startupPhase(): Promise<void> {
 
 let A: Target | undefined; // callable mcp
 let B: Target | undefined; // plain stdio
+let F: Target | undefined; // plain stdio + a fresh context per call (the ideal fresh-context reference)
 let D: Target | undefined; // callable serve
 let E: Target | undefined; // plain HTTP
 const C = subprocessTarget(echoModule);
@@ -322,7 +329,7 @@ type Turn = Target | typeof FLOOR;
  * (~30–60 ms idle) and is kept apart ("after a round idle"). The subprocess gets one call.
  */
 async function sparsePhase(): Promise<void> {
-  const targets = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const targets = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
   const until = performance.now() + CFG.sparseMaxMs;
   for (let r = 0; r < CFG.sparseRounds; r++) {
     if (performance.now() > until) {
@@ -346,7 +353,7 @@ async function sparsePhase(): Promise<void> {
 
 /** Rounds of back-to-back calls, each target (and the floor) for the same stretch of time per round. */
 async function burstPhase(): Promise<void> {
-  const targets: Turn[] = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const targets: Turn[] = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
   if (floor) targets.push(FLOOR);
   const until = performance.now() + CFG.burstMaxMs;
   for (let r = 0; r < CFG.burstRounds; r++) {
@@ -375,7 +382,7 @@ async function burstPhase(): Promise<void> {
  * turn is 16 bare loops in flight over one isolate per core (async API).
  */
 async function inflightPhase(): Promise<void> {
-  const targets: Turn[] = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const targets: Turn[] = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
   if (floor) targets.push(FLOOR);
   const until = performance.now() + CFG.inflightMaxMs;
   for (let r = 0; r < CFG.inflightRounds; r++) {
@@ -561,9 +568,10 @@ async function main(): Promise<number> {
   progress('starting the long-lived targets');
   await guarded('callable mcp', async () => void (A = await startStdio(productStdio(mainDir))));
   await guarded('plain stdio server', async () => void (B = await startStdio(plainStdio())));
+  await guarded('plain stdio server + fresh context', async () => void (F = await startStdio(plainStdioContext())));
   await guarded('callable serve', async () => void (D = await startHttp('product', mainDir)));
   await guarded('plain HTTP server', async () => void (E = await startHttp('plain', mainDir)));
-  const live = [A, B, D, E].filter((t): t is Target => t !== undefined);
+  const live = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
 
   await guarded('warm-up', async () => {
     for (const t of live) {
@@ -632,6 +640,7 @@ function packageVersion(name: string): string {
 function report(): void {
   const pA = 'product-stdio';
   const pB = 'plain-stdio';
+  const pF = 'plain-stdio-ctx';
   const pD = 'product-http';
   const pE = 'plain-http';
   const get = (phase: string, key: string): Series => series.get(`${phase}/${key}`) ?? new Series();
@@ -657,6 +666,9 @@ function report(): void {
     fresh_context_floor_ms: floorMs,
     stdio_burst_overhead_over_floor: ratio(burstExtra, floorMs),
     stdio_16_inflight_vs_floor: ratio(get('inflight', pA).perSecond, get('inflight', FLOOR).perSecond),
+    ideal_sparse_p50_ratio: ratio(get('sparse', pF).p(0.5), get('sparse', pB).p(0.5)),
+    ideal_burst_overhead_over_floor: ratio(get('burst', pF).p(0.5) - get('burst', pB).p(0.5), floorMs),
+    ideal_16_inflight_vs_floor: ratio(get('inflight', pF).perSecond, get('inflight', FLOOR).perSecond),
     bomb_peak_host_rss_mib: worstBomb ? worstBomb.peakKiB / 1024 : Number.NaN,
     bomb_host_cap_mib: worstBomb ? worstBomb.capMb : Number.NaN,
     server_alive_after_bombs: alive === undefined ? Number.NaN : alive.ok ? 1 : 0,
@@ -674,6 +686,9 @@ function report(): void {
     fresh_context_floor_ms: `median of ${get('burst', FLOOR).samples.length.toLocaleString('en-US')} sync iterations, in process, no MCP`,
     stdio_burst_overhead_over_floor: `(${fmt(get('burst', pA).p(0.5), 3)} − ${fmt(get('burst', pB).p(0.5), 3)}) / ${fmt(floorMs, 3)} ms`,
     stdio_16_inflight_vs_floor: `${fmt(get('inflight', pA).perSecond, 0)} / ${fmt(get('inflight', FLOOR).perSecond, 0)} calls/s (bare: ${floor?.cores ?? '?'} isolates, async)`,
+    ideal_sparse_p50_ratio: `the same figure for the plain server + a fresh context per call: ${fmt(get('sparse', pF).p(0.5), 3)} / ${fmt(get('sparse', pB).p(0.5), 3)} ms`,
+    ideal_burst_overhead_over_floor: `the same for the plain server + fresh context: (${fmt(get('burst', pF).p(0.5), 3)} − ${fmt(get('burst', pB).p(0.5), 3)}) / ${fmt(floorMs, 3)} ms`,
+    ideal_16_inflight_vs_floor: `the same for the plain server + fresh context: ${fmt(get('inflight', pF).perSecond, 0)} / ${fmt(get('inflight', FLOOR).perSecond, 0)} calls/s`,
     bomb_peak_host_rss_mib: worstBomb ? `${worstBomb.name}; max of VmRSS / VmHWM every ${CFG.bombSampleMs} ms; each bomb vs its own cap below` : 'no bomb ran',
     bomb_host_cap_mib: worstBomb
       ? Number.isFinite(worstBomb.capMb)
@@ -713,12 +728,13 @@ function report(): void {
   const labels: Record<string, string> = {
     [pA]: 'product  callable mcp (stdio)',
     [pB]: 'plain    SDK server (stdio)',
+    [pF]: 'ideal    SDK server + fresh context',
     [pD]: 'product  callable serve (HTTP)',
     [pE]: 'plain    SDK server (HTTP, stateless)',
     subprocess: 'ref      fresh node per call',
     [FLOOR]: 'floor    bare isolated-vm, in process',
   };
-  const plainOf: Record<string, string> = { [pA]: pB, [pD]: pE, subprocess: pB };
+  const plainOf: Record<string, string> = { [pA]: pB, [pF]: pB, [pD]: pE, subprocess: pB };
   const phases: Array<[string, string]> = [
     ['sparse', `sparse (${CFG.gapMs} ms idle before each call)`],
     ['sparse-long', 'after a round idle (~30-60 ms)'],
@@ -728,7 +744,7 @@ function report(): void {
   ];
   const rows: string[][] = [];
   for (const [phase, title] of phases) {
-    for (const key of [pA, pB, pD, pE, 'subprocess', FLOOR]) {
+    for (const key of [pA, pB, pF, pD, pE, 'subprocess', FLOOR]) {
       const s = series.get(`${phase}/${key}`);
       if (!s || s.calls === 0) continue;
       const base = series.get(`${phase}/${plainOf[key] ?? ''}`);
@@ -753,6 +769,7 @@ function report(): void {
   out.push(table(['phase / target', 'calls', 'err', 'p50', 'p90', 'p99', 'max', 'mean', 'calls/s', 'p50 ×plain', 'p99 ×plain', 'calls/s ×plain'], rows));
   out.push('  (the subprocess row is compared with the plain stdio server; the headline figure divides it by callable mcp)');
   out.push(`  (floor: fresh context + the echo body + release in this process, no MCP; burst = createContextSync/runSync on one isolate, 16 in flight = the async API over ${floor?.cores ?? '?'} isolates, one per core)`);
+  out.push('  (ideal: the plain SDK server whose tool runs the echo in a fresh isolated-vm context per call, synchronously, in its own process: a fresh-context MCP server with no other cost; the ideal_* figures are the issue\'s figures computed for it, the bound any design meets at best here)');
   out.push('');
 
   const srows: string[][] = [];

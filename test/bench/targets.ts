@@ -246,6 +246,11 @@ export function plainStdio(extraNodeFlags: string[] = []): StdioSpec {
   };
 }
 
+/** The plain server with the echo run in a fresh isolated-vm context per call, in process: the ideal fresh-context reference. */
+export function plainStdioContext(): StdioSpec {
+  return { key: 'plain-stdio-ctx', label: 'plain SDK server + fresh context (stdio)', command: process.execPath, args: [NO_SNAPSHOT, PLAIN_SERVER, 'stdio-context'] };
+}
+
 /**
  * Spawns a stdio server behind a v2 client and waits for its first tools/list answer.
  * `startupMs` runs from just before the spawn to that answer.
