@@ -52,7 +52,7 @@ export interface TemplateInfo {
 }
 
 export interface CredentialView extends CredentialInfo {
-  /** Functions that list this credential. */
+  /** Functions that list this credential (those in `grantedTo` may use it). */
   usedBy: string[];
 }
 
@@ -89,6 +89,10 @@ export const contract = {
   /** Creates or replaces a credential. The secret goes one way: it is never sent back. */
   'credentials:set': method<CredentialSpec>()(z.object({ spec: CredentialSpecSchema, secret: z.string().max(10_000).optional() }).strict()),
   'credentials:delete': method<{ deleted: true }>()(z.object({ name: CredentialNameSchema }).strict()),
+  /** Lets a function that lists the credential use it: nothing is sent for a function until it is granted. */
+  'credentials:grant': method<{ granted: boolean; credentialExists: boolean }>()(z.object({ name: CredentialNameSchema, function: FunctionNameSchema }).strict()),
+  /** Takes a grant back: the function's next runs are refused the credential. */
+  'credentials:revoke': method<{ revoked: true }>()(z.object({ name: CredentialNameSchema, function: FunctionNameSchema }).strict()),
   'mcp:status': method<McpStatus>()(None),
   'mcp:start': method<McpStatus>()(z.object({ port: z.number().int().min(0).max(65535).optional() }).strict()),
   'mcp:stop': method<McpStatus>()(None),

@@ -26,6 +26,7 @@ const newCommand: Command = {
     ctx.out(`created ${name} from the template ${template} (revision ${record.revision})`);
     if (record.credentials.length > 0) {
       ctx.out(`first: it uses the credential${record.credentials.length > 1 ? 's' : ''} ${record.credentials.join(', ')}; store ${record.credentials.length > 1 ? 'them' : 'it'} once (callable credentials --help)`);
+      printUngranted(ctx, [record]);
     }
     ctx.out(`next: callable run ${name} --args ${shellQuote(JSON.stringify(exampleArgs(specOf(record))))}${dataDir}`);
     ctx.out(`      callable show ${name}${dataDir}    (its source and settings; edit: callable export DIR --name ${name}, then callable import DIR/${name})`);
@@ -87,6 +88,14 @@ const history: Command = {
 };
 
 export const commands: Record<string, Command> = { new: newCommand, show, history };
+
+/** One line per credential a saved or imported function lists but has not been granted, with the command that grants it. */
+export function printUngranted(ctx: CommandContext, records: ReadonlyArray<{ name: string; credentials: readonly string[] }>): void {
+  const credentials = ctx.engine().credentials;
+  for (const r of records) {
+    for (const c of credentials.ungranted(r)) ctx.out(`${r.name} asks for credential ${c}, not granted (nothing is sent until you grant it): callable credentials grant ${c} ${r.name}`);
+  }
+}
 
 /** What revision `r` changed against the one before it, in a few words. */
 function changesOf(r: RevisionRecord, all: RevisionRecord[]): string {

@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createEngine, defaultDataDir, EnvSecretStore, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
-import { commands as functionCommands } from './functions.ts';
+import { createEngine, defaultDataDir, diskFullOf, EnvSecretStore, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
+import { commands as functionCommands, printUngranted } from './functions.ts';
 import { commands as mcpCommands } from './mcp.ts';
+import { commands as backupCommands } from './backup.ts';
 import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, signalExitCode, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
@@ -79,6 +80,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (isParseArgsError(error)) {
       err(`callable ${name}: ${(error as Error).message}\nUsage: callable ${command.usage}`);
       return EXIT_USAGE;
+    }
+    // A file written on a full disk (export): the same one line as the database's.
+    const full = diskFullOf(error);
+    if (full) {
+      err(`callable ${name}: ${full.message}`);
+      return EXIT_FAILED;
     }
     // A bug, not an expected failure: one line by default, the stack when asked for.
     const detail = io.env.CALLABLE_DEBUG ? ((error as Error)?.stack ?? String(error)) : error instanceof Error ? error.message : String(error);
@@ -161,6 +168,7 @@ const importCommand: Command = {
     const dir = resolve(ctx.io.cwd, positionals[0]!);
     const records = await ctx.engine().importFunctions(dir);
     for (const r of records) ctx.out(`imported ${r.name} (revision ${r.revision})`);
+    printUngranted(ctx, records);
     return EXIT_OK;
   },
 };
@@ -217,6 +225,8 @@ const runCommand: Command = {
       ctx.engine().runs.flush();
     } catch (error) {
       ctx.err(`callable run: ${name} ran, but the run was not recorded: ${(error as Error).message}`);
+      // Said once: closing the engine does not report the same run again.
+      ctx.engine().runs.discard();
       return EXIT_FAILED;
     }
     if (result.ok) return EXIT_OK;
@@ -283,7 +293,7 @@ const runs: Command = {
 };
 
 const credentials: Command = {
-  usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] | list [--json] | rm NAME',
+  usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
   createsDataDir: (args) => args[0] === 'set',
   summary:
     'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
@@ -293,10 +303,16 @@ const credentials: Command = {
     ['--header NAME', 'the header that carries it (default Authorization)'],
     ['--template T', 'the header value, {secret} standing for the secret (default "Bearer {secret}")'],
     ['--query NAME', 'send it as this query parameter instead of a header'],
-    ['list [--json]', 'names, hosts, placement and whether a secret is set; never the secret'],
-    ['rm NAME', 'deletes the credential and its secret'],
+    ['list [--json]', 'names, hosts, placement, whether a secret is set and the functions granted it; never the secret'],
+    ['rm NAME', 'deletes the credential, its secret and its grants'],
+    ['grant NAME FUNCTION', 'lets FUNCTION use the credential (it must list it in its "credentials"); nothing is sent for a function until it is granted'],
+    ['revoke NAME FUNCTION', "takes the grant back: the function's next runs are refused the credential"],
   ],
-  examples: [`printf %s "$DEEPL_KEY" | callable credentials set deepl --host api-free.deepl.com --header Authorization --template 'DeepL-Auth-Key {secret}'`, 'callable credentials list'],
+  examples: [
+    `printf %s "$DEEPL_KEY" | callable credentials set deepl --host api-free.deepl.com --header Authorization --template 'DeepL-Auth-Key {secret}'`,
+    'callable credentials grant deepl deepl_translate',
+    'callable credentials list',
+  ],
   async run(ctx) {
     const [sub, ...rest] = ctx.args;
     if (sub === 'list') {
@@ -307,15 +323,33 @@ const credentials: Command = {
       else
         for (const c of all) {
           const where = c.placement.kind === 'header' ? `header ${c.placement.header}: ${c.placement.template}` : `query ?${c.placement.param}=`;
-          const secret = c.hasSecret === true ? 'secret set' : c.hasSecret === false ? 'NO SECRET' : 'keychain unavailable';
-          ctx.out(`${c.name}  ${c.hosts.join(', ')}  ${where}  (${secret})`);
+          const secret = c.hasSecret === true ? 'secret set' : c.hasSecret === false ? 'NO SECRET' : 'secret not checked';
+          const granted = c.grantedTo.length > 0 ? `granted to ${c.grantedTo.join(', ')}` : 'granted to no function';
+          ctx.out(`${c.name}  ${c.hosts.join(', ')}  ${where}  (${secret})  ${granted}`);
         }
+      // The metadata is listed whatever the keychain does; why the secrets could not be checked is said once.
+      const problem = all.find((c) => c.secretProblem)?.secretProblem;
+      if (problem) ctx.err(`callable credentials: secrets not checked: ${problem.message}`);
       return EXIT_OK;
     }
     if (sub === 'rm') {
       const { positionals } = parse(rest, {}, 1);
-      await ctx.engine().credentials.remove(positionals[0]!);
-      ctx.out(`deleted credential ${positionals[0]}`);
+      const grantees = await ctx.engine().credentials.remove(positionals[0]!);
+      ctx.out(`deleted credential ${positionals[0]}${grantees.length > 0 ? ` (and its grants to ${grantees.join(', ')})` : ''}`);
+      return EXIT_OK;
+    }
+    if (sub === 'grant' || sub === 'revoke') {
+      const { positionals } = parse(rest, {}, 2);
+      const [credential, fn] = positionals as [string, string];
+      const service = ctx.engine().credentials;
+      if (sub === 'revoke') {
+        service.revoke(credential, fn);
+        ctx.out(`revoked credential ${credential} from ${fn}: its runs are refused it from now on`);
+        return EXIT_OK;
+      }
+      const { granted, credentialExists } = service.grant(credential, fn);
+      ctx.out(`${granted ? 'granted' : 'already granted'} credential ${credential} to ${fn}`);
+      if (!credentialExists) ctx.out(`credential ${credential} does not exist yet; create it: callable credentials set ${credential} --host HOST`);
       return EXIT_OK;
     }
     if (sub === 'set') {
@@ -365,6 +399,7 @@ export const COMMANDS: Record<string, Command> = {
   runs,
   credentials,
   ...mcpCommands,
+  ...backupCommands,
 };
 
 // ---- helpers ----

@@ -22,6 +22,8 @@ import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { runFunction, type RunOptions } from './run.ts';
 import { openDatabase, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
+import { diskFullOf } from './store/faults.ts';
+import { databaseFileOf, Upkeep } from './store/retention.ts';
 import { ProfileRepository } from './functions/profiles.ts';
 
 export * from './model/index.ts';
@@ -32,6 +34,18 @@ export type { ProgressUpdate } from './sandbox/protocol.ts';
 export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
 export { readTemplates, type Template } from './functions/templates.ts';
+export { diskFullOf } from './store/faults.ts';
+export type { BackupInfo, BackupKind, RestoreResult } from './store/backup.ts';
+export {
+  backupDataFolder,
+  listDataFolderBackups,
+  restoreDataFolder,
+  readKeepSettings,
+  writeKeepSettings,
+  KEEP_DEFAULTS,
+  KEEP_LIMITS,
+  type KeepSettings,
+} from './store/retention.ts';
 
 export const PRODUCT_NAME = 'Callable Studio';
 
@@ -89,6 +103,8 @@ export class Engine {
   readonly #resolver: Resolver | undefined;
   readonly #interrupt = new AbortController();
   readonly #inflight = new Set<Promise<RunResult>>();
+  /** The automatic backup and the pruning of old run bodies, in the background. */
+  readonly #upkeep: Upkeep;
 
   constructor(options: EngineOptions) {
     this.dataDir = options.dataDir;
@@ -99,6 +115,7 @@ export class Engine {
     this.credentials = new CredentialService(this.#db, this.#secrets);
     this.runs = new RunLedger(this.#db, (error) => this.#diagnostic?.(error.message));
     this.profiles = new ProfileRepository(this.#db);
+    this.#upkeep = new Upkeep(this.#db, databaseFileOf(options.dataDir), { diagnostic: (m) => this.#diagnostic?.(m) });
     this.#resolver = options.resolver;
     this.#diagnostic = options.diagnostic;
     this.#sandboxOptions = options.sandbox;
@@ -154,7 +171,11 @@ export class Engine {
   /** Writes functions (all, or the named ones) as folders under `dir`. */
   exportFunctions(dir: string, names?: string[]): string[] {
     const records = names && names.length > 0 ? names.map((n) => this.functions.get(n)) : this.functions.list();
-    return writeFunctionFolders(dir, records);
+    try {
+      return writeFunctionFolders(dir, records);
+    } catch (error) {
+      throw diskFullOf(error, dir) ?? error;
+    }
   }
 
   /**
@@ -184,6 +205,7 @@ export class Engine {
       return await running;
     } finally {
       this.#inflight.delete(running);
+      this.#upkeep.wrote();
     }
   }
 
@@ -320,6 +342,8 @@ export class Engine {
     this.#catalogListeners.clear();
     this.#sandboxNow?.dispose();
     void this.#sandbox?.then((s) => s.dispose());
+    this.#secrets.dispose();
+    this.#upkeep.stop();
     try {
       this.runs.flush();
     } finally {

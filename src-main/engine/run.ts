@@ -38,6 +38,8 @@ export interface RunDeps {
 
 /** Runs a function once (see Engine.run). Throws only for a function that does not exist or is disabled when required. */
 export async function runFunction(deps: RunDeps, name: string, args: unknown, options: RunOptions): Promise<RunResult> {
+  // A run that could only be recorded in a schema another version replaced does not start.
+  deps.runs.ready();
   const { record, compiled } = deps.functions.load(name);
   if (options.requireEnabled && !record.enabled) throw new StudioError('disabled', `function "${name}" is disabled; enable it to call it`);
   const runId = randomUUID();
@@ -76,7 +78,9 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
           allowedHosts: record.allowedHosts,
           maxResponseBytes: limits.responseBytes,
           credential: async (credentialName) => {
-            const injection = await deps.credentials.injection(credentialName, record.credentials);
+            // Listed and granted, or refused before the keychain is asked; the keychain read ends with the run.
+            deps.credentials.authorize(credentialName, record);
+            const injection = await deps.credentials.injection(credentialName, record.credentials, signal);
             redactor.add(credentialName, injection.secret);
             if (injection.header) redactor.add(credentialName, injection.header[1]);
             return injection;

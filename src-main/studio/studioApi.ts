@@ -87,6 +87,11 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       await engine.credentials.remove(name);
       return { deleted: true as const };
     },
+    'credentials:grant': ({ name, function: fn }) => engine.credentials.grant(name, fn),
+    'credentials:revoke': ({ name, function: fn }) => {
+      engine.credentials.revoke(name, fn);
+      return { revoked: true as const };
+    },
     'mcp:status': () => host.mcp.status,
     'mcp:start': ({ port }) => host.mcp.start(port),
     'mcp:stop': () => host.mcp.stop(),

@@ -84,6 +84,8 @@ describe('callable, in process', () => {
     );
     writeFileSync(join(fnDir, 'call_vendor/index.js'), `export default async (a, ctx) => (await ctx.fetch('http://127.0.0.1:${vendor.port}/', { credential: 'local' })).json();`);
     await cli(['import', fnDir, '--data-dir', data]);
+    // A function gets a credential only once the user grants it.
+    await cli(['credentials', 'grant', 'local', 'call_vendor', '--data-dir', data]);
 
     const argvSecret = await cli(['credentials', 'set', 'local', '--host', `127.0.0.1:${vendor.port}`, '--secret', secret, '--data-dir', data]);
     expect(argvSecret.code).toBe(2);

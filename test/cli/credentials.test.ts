@@ -22,9 +22,9 @@ describe('credentials with CALLABLE_SECRETS=env', () => {
     expect(set.stdout).toContain('saved credential my-api (metadata only: with CALLABLE_SECRETS=env the secret comes from CALLABLE_SECRET_MY_API; it is not set in this environment yet)');
 
     const unset = await cli(['credentials', 'list', '--data-dir', data], { env: envMode() });
-    expect(unset.stdout).toContain('my-api  api.example.com  header Authorization: Bearer {secret}  (NO SECRET)');
+    expect(unset.stdout).toContain('my-api  api.example.com  header Authorization: Bearer {secret}  (NO SECRET)  granted to no function');
     const withSecret = await cli(['credentials', 'list', '--data-dir', data], { env: envMode({ CALLABLE_SECRET_MY_API: 'sk-from-env' }) });
-    expect(withSecret.stdout).toContain('my-api  api.example.com  header Authorization: Bearer {secret}  (secret set)');
+    expect(withSecret.stdout).toContain('my-api  api.example.com  header Authorization: Bearer {secret}  (secret set)  granted to no function');
     expect(withSecret.stdout).not.toContain('sk-from-env');
   });
 
@@ -51,6 +51,7 @@ describe('credentials with CALLABLE_SECRETS=env', () => {
     writeFileSync(join(fnDir, 'call_vendor/index.js'), `export default async (a, ctx) => (await ctx.fetch('http://127.0.0.1:${vendor.port}/', { credential: 'ci-key' })).json();`);
     expect((await cli(['import', fnDir, '--data-dir', data], { env: envMode() })).code).toBe(0);
     expect((await cli(['credentials', 'set', 'ci-key', '--host', `127.0.0.1:${vendor.port}`, '--data-dir', data], { env: envMode() })).code).toBe(0);
+    expect((await cli(['credentials', 'grant', 'ci-key', 'call_vendor', '--data-dir', data], { env: envMode() })).code).toBe(0);
 
     const run = await cli(['run', 'call_vendor', '--data-dir', data], { env: envMode({ CALLABLE_SECRET_CI_KEY: 'sk-ci-secret' }) });
     expect(run.code, run.stderr).toBe(0);

@@ -65,6 +65,16 @@ describe('the studio in a real browser, bound to a real engine process', () => {
     await ui.replaceCode(
       `export default async function (args: Args, ctx: Ctx) {\n  const res = await ctx.fetch('http://127.0.0.1:${vendor.port}/v2/translate', { method: 'POST', credential: 'deepl', json: { text: [args.text], target_lang: args.target } });\n  return (await res.json()).translations[0].text;\n}\n`,
     );
+    // The function lists the credential, but giving it the secret is the user's decision: refused until granted.
+    const seenBefore = vendor.seen.length;
+    const refused = await ui.run({ text: 'Hello', target: 'DE' });
+    await expect.poll(() => refused.textContent()).toContain('callable credentials grant deepl translate_local');
+    expect(vendor.seen.length).toBe(seenBefore);
+    await ui.goTo('Credentials');
+    await ui.page.getByRole('button', { name: 'Grant deepl to translate_local' }).click();
+    await ui.page.getByRole('button', { name: 'Revoke deepl from translate_local' }).waitFor();
+    await ui.goTo('Functions');
+    await ui.functionItem('translate_local').click();
     const result = await ui.run({ text: 'Hello', target: 'DE' });
     await expect.poll(() => result.textContent()).toContain('[authorized] Hello');
     const trace = result.locator('[data-testid=run-trace]');

@@ -15,7 +15,12 @@ export function testEngine(options: Partial<EngineOptions> = {}): Engine {
   return engine;
 }
 
-/** Saves a function from its source with sensible defaults for the spec. */
+/**
+ * Saves a function from its source with sensible defaults for the spec, and grants it the
+ * credentials it lists (as the user would; test/cli/grants.test.ts covers functions without grants).
+ */
 export async function defineFunction(engine: Engine, spec: FunctionSpecInput, source: string) {
-  return engine.saveFunction({ spec, source });
+  const record = await engine.saveFunction({ spec, source });
+  for (const credential of record.credentials) engine.credentials.grant(credential, record.name);
+  return record;
 }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { idleCheckpointer, writeTransaction, type Db, type IdleCheckpointer } from '../store/database.ts';
+import { checkSchema, idleCheckpointer, writeTransaction, type Db, type IdleCheckpointer } from '../store/database.ts';
 import { StudioError, type RunRecord } from '../model/index.ts';
 
 interface Row {
@@ -22,23 +22,63 @@ interface Row {
 const MAX_ARGS_BYTES = 64 * 1024;
 
 /**
+ * How many runs wait in memory while the database refuses them (disk full, read-only, a lock held
+ * for long). Past it the oldest are dropped, counted and reported: the newest runs are the ones a user
+ * looks for. Each record's arguments are capped at 64 KiB, so the buffer stays bounded in bytes too.
+ */
+export const AUDIT_BUFFER_MAX = 1000;
+/** How long a background write waits for another process's write lock before giving the thread back and trying later. */
+export const BACKGROUND_BUSY_MS = 25;
+/** The first retry delay; each failed attempt doubles it, up to the maximum for its cause. */
+export const RETRY_FIRST_MS = 50;
+/** The longest wait between two attempts while another process holds the write lock. */
+export const RETRY_BUSY_MAX_MS = 1000;
+/** The longest wait between two attempts while the disk is full or the database read-only. */
+export const RETRY_FAULT_MAX_MS = 2000;
+/** After this long behind another process's lock, the wait is reported once. */
+const BUSY_REPORT_MS = 5000;
+
+/** Something the ledger has to say after the call that recorded a run has returned: a failure, or a recovery. */
+export interface AuditNotice {
+  message: string;
+  error?: StudioError | undefined;
+}
+
+/**
  * Every run, from every caller, in one table: what ran, for whom, how long, how it ended.
  * Records are written in batches right after the current turn of the event loop, so a burst of
  * calls shares one transaction instead of paying for a commit each; reads flush first.
+ *
+ * Those background writes never hold the event loop: they wait at most BACKGROUND_BUSY_MS for another
+ * process's write lock, and when the database refuses them (lock held, disk full, read-only) the runs
+ * stay in a bounded buffer (AUDIT_BUFFER_MAX) and the write is tried again later, with backoff, until
+ * it lands. A schema moved by another version stops the writes for good (`ready` refuses new runs).
  */
 export class RunLedger {
   readonly #db: Db;
   readonly #insert: Database.Statement;
   readonly #pending: RunRecord[] = [];
   #scheduled: NodeJS.Immediate | undefined;
-  readonly #onBackgroundError: ((error: StudioError) => void) | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  #retryMs = 0;
+  readonly #notify: (notice: AuditNotice) => void;
   /** Empties the WAL once recording has been quiet (a reader elsewhere may have let it grow). */
   readonly #checkpoint: IdleCheckpointer;
+  /** Oldest runs dropped from a full buffer since the last write that landed. */
+  #dropped = 0;
+  /** The failure the background writer last reported, until a write lands. */
+  #failure: StudioError | undefined;
+  /** Runs (pending + dropped) the last failure notice covered: a notice is repeated only for new runs. */
+  #reportedRuns = 0;
+  #busySince: number | undefined;
+  #busyReported = false;
+  /** Set once the schema moved under this process: nothing more is written. */
+  #stopped: StudioError | undefined;
 
-  /** `onBackgroundError` hears of batches that could not be written after the call that recorded them returned. */
-  constructor(db: Db, onBackgroundError?: (error: StudioError) => void) {
+  /** `notify` hears what happens to runs after the call that recorded them returned (not written, written late, dropped). */
+  constructor(db: Db, notify?: (notice: AuditNotice) => void) {
     this.#db = db;
-    this.#onBackgroundError = onBackgroundError;
+    this.#notify = notify ?? (() => {});
     this.#checkpoint = idleCheckpointer(db);
     this.#insert = db.prepare(
       `INSERT INTO runs (id, function_name, caller, client_name, client_version, transport, profile, args, started_at, duration_ms, ok, error_code, error_message, bytes_out)
@@ -46,56 +86,183 @@ export class RunLedger {
     );
   }
 
+  /**
+   * Before a run: throws `schema_changed` once another version of Callable Studio has moved the
+   * database's schema, so nothing runs that could only be recorded in the old shape.
+   */
+  ready(): void {
+    if (this.#stopped) throw this.#stopped;
+    try {
+      checkSchema(this.#db);
+    } catch (error) {
+      if (error instanceof StudioError && error.code === 'schema_changed') {
+        this.#stop(error);
+        throw error;
+      }
+      // Any other read failure is the run's own to report.
+    }
+  }
+
   record(run: RunRecord): void {
     this.#pending.push(run);
-    this.#scheduled ??= setImmediate(() => {
-      try {
-        this.flush();
-      } catch (error) {
-        this.#onBackgroundError?.(error as StudioError);
+    if (this.#pending.length > AUDIT_BUFFER_MAX) {
+      const over = this.#pending.length - AUDIT_BUFFER_MAX;
+      this.#pending.splice(0, over);
+      if (this.#dropped === 0) {
+        this.#notify({ message: `the runs waiting to be recorded in ${this.#db.name} fill the buffer (${AUDIT_BUFFER_MAX}): the oldest are being dropped` });
       }
-    });
+      this.#dropped += over;
+    }
+    // Behind another process's lock the retry timer paces the attempts (each may wait BACKGROUND_BUSY_MS);
+    // a full disk or a read-only file fails at once, so a new run is tried (and reported) right away.
+    const paced = this.#retry !== undefined && this.#failure === undefined;
+    if (!paced && this.#stopped === undefined) this.#scheduled ??= setImmediate(() => this.#background());
   }
 
   /**
-   * Writes the records not yet written. When the database refuses them (read-only, disk full), they
-   * stay pending and a StudioError says how many runs are not recorded and why.
+   * Writes the records not yet written, waiting for another process's lock up to the busy timeout.
+   * When the database refuses them (read-only, disk full), they stay pending and a StudioError (with
+   * the cause's code) says how many runs are not recorded and why.
    */
   flush(): void {
-    if (this.#scheduled) clearImmediate(this.#scheduled);
-    this.#scheduled = undefined;
-    if (this.#pending.length === 0) return;
-    const batch = this.#pending.splice(0);
-    try {
-      writeTransaction(this.#db, () => {
-        for (const run of batch) this.#write(run);
-      });
-      this.#checkpoint.wrote();
-    } catch (error) {
-      this.#pending.unshift(...batch);
-      const names = [...new Set(this.#pending.map((r) => r.functionName))];
-      const runs = names.length > 5 ? `${names.slice(0, 5).join(', ')}…` : names.join(', ');
-      throw new StudioError('internal', `${this.#pending.length} run(s) (${runs}) could not be recorded in ${this.#db.name}: ${(error as Error).message}`);
-    }
+    const failure = this.#attempt();
+    if (!failure) return;
+    // The caller reports it; the runs keep waiting for the background writer.
+    this.#retryLater(failure, false);
+    throw this.#unrecorded(failure);
   }
 
-  /** Reads include the records not yet written when they can; a failed write is reported by `flush`, not by reads. */
-  #flushForRead(): void {
-    try {
-      this.flush();
-    } catch {
-      // Kept pending: the writer that called flush() or the background handler reports it.
-    }
+  /** Forgets the runs not written, once the caller has said they are not recorded (a command that exits); returns how many. */
+  discard(): number {
+    const count = this.#pending.length;
+    this.#pending.length = 0;
+    this.#dropped = 0;
+    return count;
   }
 
-  /** Stops the idle checkpoint timer (before the database is closed). */
+  /** Stops the retry and idle checkpoint timers (before the database is closed). */
   stop(): void {
+    if (this.#scheduled) clearImmediate(this.#scheduled);
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#scheduled = this.#retry = undefined;
     this.#checkpoint.stop();
   }
 
   /** Runs recorded but not yet written (a failed write keeps them here). */
   get unwritten(): number {
     return this.#pending.length;
+  }
+
+  /** Runs dropped from the full buffer since the last write that landed. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  /** One write of everything pending; the failure, mapped to one StudioError, or undefined when written (or nothing to write). */
+  #attempt(busyTimeoutMs?: number): StudioError | undefined {
+    if (this.#scheduled) clearImmediate(this.#scheduled);
+    this.#scheduled = undefined;
+    if (this.#pending.length === 0) return undefined;
+    if (this.#stopped) return this.#stopped;
+    const batch = this.#pending.slice();
+    try {
+      writeTransaction(
+        this.#db,
+        () => {
+          for (const run of batch) this.#write(run);
+        },
+        busyTimeoutMs === undefined ? {} : { busyTimeoutMs },
+      );
+    } catch (error) {
+      const failure = error instanceof StudioError ? error : new StudioError('internal', `writing runs to ${this.#db.name} failed: ${(error as Error).message}`);
+      if (failure.code === 'schema_changed') this.#stop(failure);
+      return failure;
+    }
+    this.#pending.splice(0, batch.length);
+    this.#checkpoint.wrote();
+    this.#landed(batch.length);
+    return undefined;
+  }
+
+  /** The write right after a turn of the event loop, and every retry: never waits long for a lock. */
+  #background(): void {
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = undefined;
+    const failure = this.#attempt(BACKGROUND_BUSY_MS);
+    if (failure) this.#retryLater(failure);
+  }
+
+  /** Reports a background failure (once per cause, again only for runs added since) and schedules the next attempt. */
+  #retryLater(failure: StudioError, report = true): void {
+    if (this.#stopped) return;
+    const busy = failure.code === 'database_busy';
+    if (!report) {
+      // Counted as reported: the background writer speaks again only for runs recorded after this.
+      if (!busy) {
+        this.#failure = failure;
+        this.#reportedRuns = this.#pending.length + this.#dropped;
+      }
+    } else if (busy) {
+      this.#busySince ??= Date.now();
+      if (!this.#busyReported && Date.now() - this.#busySince >= BUSY_REPORT_MS) {
+        this.#busyReported = true;
+        this.#notify({ message: `${this.#describePending()} wait to be recorded: another process has held the write lock on ${this.#db.name} for ${Math.round((Date.now() - this.#busySince) / 1000)} s; still trying`, error: failure });
+      }
+    } else {
+      const runs = this.#pending.length + this.#dropped;
+      if (this.#failure?.code !== failure.code || runs > this.#reportedRuns) {
+        this.#notify({ message: `${this.#describePending()} could not be recorded yet: ${failure.message}; they wait in memory (at most ${AUDIT_BUFFER_MAX}) and are written once it can`, error: failure });
+        this.#reportedRuns = runs;
+      }
+      this.#failure = failure;
+    }
+    if (this.#retry) return;
+    this.#retryMs = Math.min(Math.max(this.#retryMs * 2, RETRY_FIRST_MS), busy ? RETRY_BUSY_MAX_MS : RETRY_FAULT_MAX_MS);
+    this.#retry = setTimeout(() => this.#background(), this.#retryMs);
+    this.#retry.unref();
+  }
+
+  /** A write landed: says so when runs had waited (reported) or were dropped, and clears the fault. */
+  #landed(count: number): void {
+    if (this.#failure || this.#busyReported || this.#dropped > 0) {
+      const dropped = this.#dropped > 0 ? `; ${this.#dropped} older run(s) were dropped (at most ${AUDIT_BUFFER_MAX} wait in memory)` : '';
+      this.#notify({ message: `recorded ${count} run(s) that had waited to be written to ${this.#db.name}${dropped}` });
+    }
+    this.#failure = undefined;
+    this.#reportedRuns = 0;
+    this.#busySince = undefined;
+    this.#busyReported = false;
+    this.#dropped = 0;
+    this.#retryMs = 0;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = undefined;
+  }
+
+  #stop(error: StudioError): void {
+    if (this.#stopped) return;
+    this.#stopped = error;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = undefined;
+    const unwritten = this.#pending.length > 0 ? `; ${this.#describePending()} were not recorded` : '';
+    this.#notify({ message: `${error.message}${unwritten}`, error });
+  }
+
+  #describePending(): string {
+    const names = [...new Set(this.#pending.map((r) => r.functionName))];
+    const which = names.length > 5 ? `${names.slice(0, 5).join(', ')}…` : names.join(', ');
+    const dropped = this.#dropped > 0 ? `, and ${this.#dropped} dropped` : '';
+    return `${this.#pending.length} run(s) (${which}${dropped})`;
+  }
+
+  #unrecorded(failure: StudioError): StudioError {
+    return new StudioError(failure.code, `${this.#describePending()} could not be recorded in ${this.#db.name}: ${failure.message}`, failure.details);
+  }
+
+  /** Reads include the records not yet written when they can, without waiting for a lock; a failure is reported by the background writer. */
+  #flushForRead(): void {
+    if (this.#retry !== undefined || this.#stopped !== undefined) return;
+    const failure = this.#attempt(BACKGROUND_BUSY_MS);
+    if (failure) this.#retryLater(failure);
   }
 
   #write(run: RunRecord): void {

@@ -42,14 +42,14 @@ export class CredentialService {
   async list(): Promise<CredentialInfo[]> {
     const rows = this.#db.prepare('SELECT * FROM credentials ORDER BY name').all() as Row[];
     return Promise.all(
-      rows.map(async (row) => {
-        let hasSecret: boolean | 'unknown';
+      rows.map(async (row): Promise<CredentialInfo> => {
+        const base = { ...toSpec(row), grantedTo: this.grantees(row.name), createdAt: row.created_at, updatedAt: row.updated_at };
         try {
-          hasSecret = (await this.#secrets.get({ kind: 'credential', name: row.name })) !== undefined;
-        } catch {
-          hasSecret = 'unknown';
+          return { ...base, hasSecret: (await this.#secrets.get({ kind: 'credential', name: row.name })) !== undefined };
+        } catch (error) {
+          const problem = error instanceof StudioError ? { code: error.code, message: error.message } : { code: 'keychain_unavailable' as const, message: String(error) };
+          return { ...base, hasSecret: 'unknown', secretProblem: problem };
         }
-        return { ...toSpec(row), hasSecret, createdAt: row.created_at, updatedAt: row.updated_at };
       }),
     );
   }
@@ -77,7 +77,12 @@ export class CredentialService {
     if (secret !== undefined) {
       if (secret.length === 0) throw new StudioError('bad_input', 'the secret is empty; pass the secret on standard input');
       if (/[\r\n]/.test(secret)) throw new StudioError('bad_input', 'the secret contains a line break; secrets are single-line values');
-      await this.#secrets.set({ kind: 'credential', name: spec.name }, secret);
+      try {
+        await this.#secrets.set({ kind: 'credential', name: spec.name }, secret);
+      } catch (error) {
+        if (error instanceof StudioError) throw new StudioError(error.code, `${error.message}; nothing was saved`, error.details);
+        throw error;
+      }
     } else if (!this.find(spec.name) && this.#secrets.kind === 'keychain') {
       throw new StudioError('bad_input', `credential "${spec.name}" is new: give its secret`);
     }
@@ -93,26 +98,113 @@ export class CredentialService {
     return spec;
   }
 
-  async remove(name: string): Promise<void> {
+  /** Deletes the credential, its secret and its grants; returns the functions it was granted to. */
+  async remove(name: string): Promise<string[]> {
     if (!this.find(name)) throw new StudioError('not_found', `no credential named "${name}"; "callable credentials list" shows them`);
     if (this.#secrets.kind !== 'env') await this.#secrets.delete({ kind: 'credential', name });
-    writeTransaction(this.#db, () => this.#db.prepare('DELETE FROM credentials WHERE name = ?').run(name));
+    const grantees = this.grantees(name);
+    writeTransaction(this.#db, () => {
+      this.#db.prepare('DELETE FROM credential_grants WHERE credential = ?').run(name);
+      this.#db.prepare('DELETE FROM credentials WHERE name = ?').run(name);
+    });
+    return grantees;
+  }
+
+  // ---- grants: a function uses a credential only once the user has granted it ----
+
+  /**
+   * Lets the function `functionName` use the credential `name`. The function must list it in its
+   * "credentials"; the credential itself may be created later. Granting twice changes nothing.
+   */
+  grant(name: string, functionName: string): { granted: boolean; credentialExists: boolean } {
+    const fn = this.#functionRow(functionName);
+    const listed = (JSON.parse(fn.spec) as { credentials?: string[] }).credentials ?? [];
+    if (!listed.includes(name)) {
+      const asks = listed.length === 0 ? 'it lists none' : `it lists ${listed.join(', ')}`;
+      throw new StudioError('bad_input', `function "${functionName}" does not list credential "${name}" in its "credentials" (${asks}); add it there first, then grant it`);
+    }
+    const changes = writeTransaction(
+      this.#db,
+      () => this.#db.prepare('INSERT OR IGNORE INTO credential_grants (function_id, credential, granted_at) VALUES (?, ?, ?)').run(fn.id, name, nowIso()).changes,
+    );
+    return { granted: changes > 0, credentialExists: this.find(name) !== undefined };
+  }
+
+  /** Takes back a grant: the function's next runs are refused the credential. */
+  revoke(name: string, functionName: string): void {
+    const fn = this.#functionRow(functionName);
+    const changes = writeTransaction(this.#db, () => this.#db.prepare('DELETE FROM credential_grants WHERE function_id = ? AND credential = ?').run(fn.id, name).changes);
+    if (changes === 0) throw new StudioError('not_found', `function "${functionName}" has not been granted credential "${name}"; nothing to revoke`);
+  }
+
+  /** The credentials the function `functionName` has been granted (by name, sorted). */
+  grantsOf(functionName: string): string[] {
+    const rows = this.#db
+      .prepare('SELECT g.credential FROM credential_grants g JOIN functions f ON f.id = g.function_id WHERE f.name = ? ORDER BY g.credential')
+      .all(functionName) as Array<{ credential: string }>;
+    return rows.map((r) => r.credential);
+  }
+
+  /** The functions the credential `name` has been granted to (sorted). */
+  grantees(name: string): string[] {
+    const rows = this.#db
+      .prepare('SELECT f.name FROM credential_grants g JOIN functions f ON f.id = g.function_id WHERE g.credential = ? ORDER BY f.name')
+      .all(name) as Array<{ name: string }>;
+    return rows.map((r) => r.name);
+  }
+
+  /** The credentials `fn` lists but has not been granted: what import and save tell the user about. */
+  ungranted(fn: { name: string; credentials: readonly string[] }): string[] {
+    const granted = new Set(this.grantsOf(fn.name));
+    return fn.credentials.filter((c) => !granted.has(c));
+  }
+
+  /** Refuses (credential_refused) a credential the function does not list, or lists but has not been granted. */
+  authorize(name: string, fn: { name: string; credentials: readonly string[] }): void {
+    if (!fn.credentials.includes(name)) {
+      throw new StudioError('credential_refused', `this function may not use credential "${name}": add it to the function's "credentials" list`);
+    }
+    const granted = this.#db
+      .prepare('SELECT 1 FROM credential_grants g JOIN functions f ON f.id = g.function_id WHERE f.name = ? AND g.credential = ?')
+      .get(fn.name, name);
+    if (!granted) {
+      throw new StudioError(
+        'credential_refused',
+        `function "${fn.name}" has not been granted credential "${name}", so nothing was sent; if it should use it, grant it: callable credentials grant ${name} ${fn.name} (or on the Credentials page)`,
+        { credential: name, function: fn.name },
+      );
+    }
+  }
+
+  #functionRow(functionName: string): { id: number; spec: string } {
+    const fn = this.#db.prepare('SELECT id, spec FROM functions WHERE name = ?').get(functionName) as { id: number; spec: string } | undefined;
+    if (!fn) throw new StudioError('not_found', `no function named "${functionName}"; "callable list" shows them`);
+    return fn;
   }
 
   /** What the guarded fetch adds for `name`, for a function that declared `allowed` credentials. */
-  async injection(name: string, allowed: readonly string[]): Promise<CredentialInjection> {
+  async injection(name: string, allowed: readonly string[], signal?: AbortSignal): Promise<CredentialInjection> {
     if (!allowed.includes(name)) {
       throw new StudioError('credential_refused', `this function may not use credential "${name}": add it to the function's "credentials" list`);
     }
     const spec = this.find(name);
     if (!spec) throw new StudioError('credential_refused', `credential "${name}" does not exist; create it with "callable credentials set ${name} --host HOST"`);
-    const secret = await this.#secrets.get({ kind: 'credential', name });
+    // A keychain that is locked, stopped or missing throws its own error here (keychain_*).
+    let secret: string | undefined;
+    try {
+      secret = await this.#secrets.get({ kind: 'credential', name }, signal);
+    } catch (error) {
+      if (error instanceof StudioError && error.code.startsWith('keychain_')) {
+        throw new StudioError(error.code, `cannot read the secret of credential "${name}": ${error.message}`, error.details);
+      }
+      throw error;
+    }
     if (secret === undefined) {
       throw new StudioError(
         'credential_refused',
         this.#secrets.kind === 'env'
           ? `credential "${name}" has no secret: set ${FolderSecrets.variableFor({ kind: 'credential', name })} in the environment`
-          : `credential "${name}" has no secret in the OS keychain (or the keychain is locked or not running); set it again with "callable credentials set ${name}" or on the Credentials page`,
+          : `the secret of credential "${name}" was deleted from the keychain (it answered, and has no entry for it); set it again with "callable credentials set ${name} --host HOST" or on the Credentials page`,
       );
     }
     const hosts = spec.hosts.map(parseHostPattern).filter((p): p is HostPattern => !isHostPatternError(p));

@@ -42,13 +42,18 @@ export class FolderSecrets {
     return key.kind === 'credential' ? EnvSecretStore.variableFor(key.name) : MCP_TOKEN_VARIABLE;
   }
 
-  async get(key: SecretKey): Promise<string | undefined> {
+  async get(key: SecretKey, signal?: AbortSignal): Promise<string | undefined> {
     if (this.#store.kind === 'env') {
       const value = this.#env[FolderSecrets.variableFor(key)];
       return value === undefined || value === '' ? undefined : value;
     }
     await this.#adoptUnscoped();
-    return this.#store.get(this.account(key));
+    return this.#store.get(this.account(key), signal);
+  }
+
+  /** Releases the store (the keychain helper process). */
+  dispose(): void {
+    this.#store.dispose?.();
   }
 
   async set(key: SecretKey, secret: string): Promise<void> {

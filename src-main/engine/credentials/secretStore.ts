@@ -1,66 +1,62 @@
-import type { AsyncEntry as AsyncEntryType } from '@napi-rs/keyring';
-import { createRequire } from 'node:module';
 import { StudioError } from '../model/index.ts';
-
-const require = createRequire(import.meta.url);
-let AsyncEntryClass: typeof AsyncEntryType | undefined;
-/** The keychain binding, loaded when a secret is first touched. */
-function entry(service: string, account: string): AsyncEntryType {
-  AsyncEntryClass ??= (require('@napi-rs/keyring') as typeof import('@napi-rs/keyring')).AsyncEntry;
-  return new AsyncEntryClass(service, account);
-}
+import { KEYCHAIN_TIMEOUT_MS, KeychainProcess } from './keychainProcess.ts';
 
 /** Where secrets live. Only the keychain implementation is used by the product. */
 export interface SecretStore {
   readonly kind: 'keychain' | 'env' | 'memory';
-  get(name: string): Promise<string | undefined>;
+  /** `signal` abandons the read (the run that needed it ended): it rejects at once. */
+  get(name: string, signal?: AbortSignal): Promise<string | undefined>;
   set(name: string, secret: string): Promise<void>;
   delete(name: string): Promise<void>;
+  /** Releases what the store holds (the keychain helper process). */
+  dispose?(): void;
 }
 
 export const KEYCHAIN_SERVICE = 'Callable Studio';
 
-const NO_KEYCHAIN =
-  'No OS keychain is available. On Linux a Secret Service (e.g. gnome-keyring) must be running and unlocked in this session. ' +
-  'For headless CI, set CALLABLE_SECRETS=env and pass each secret as CALLABLE_SECRET_<NAME> (name upper-cased, - as _).';
+export interface KeychainOptions {
+  /** The environment of the session whose keychain is used (its D-Bus address on Linux); default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** How long one keychain call may take; default KEYCHAIN_TIMEOUT_MS. */
+  timeoutMs?: number;
+}
 
-/** Secrets in the OS keychain (macOS Keychain, Windows Credential Manager, Secret Service) via @napi-rs/keyring. */
+/**
+ * Secrets in the OS keychain (macOS Keychain, Windows Credential Manager, the Secret Service on
+ * Linux; never the kernel session keyring, which forgets) via @napi-rs/keyring. Every call runs in
+ * a helper process, off the event loop and bounded in time: a locked, stopped or missing keychain
+ * fails with keychain_locked, keychain_not_answering or keychain_unavailable, never a hang.
+ */
 export class KeychainSecretStore implements SecretStore {
   readonly kind = 'keychain';
   readonly #service: string;
+  readonly #helper: KeychainProcess;
 
-  constructor(service: string = KEYCHAIN_SERVICE) {
+  constructor(service: string = KEYCHAIN_SERVICE, options: KeychainOptions = {}) {
     this.#service = service;
+    this.#helper = new KeychainProcess({ env: options.env ?? process.env, timeoutMs: options.timeoutMs ?? KEYCHAIN_TIMEOUT_MS });
   }
 
-  async get(name: string): Promise<string | undefined> {
-    try {
-      return (await entry(this.#service, name).getPassword()) ?? undefined;
-    } catch (error) {
-      throw keychainError(error);
-    }
+  /** The helper process's pid while it runs. */
+  get helperPid(): number | undefined {
+    return this.#helper.pid;
+  }
+
+  async get(name: string, signal?: AbortSignal): Promise<string | undefined> {
+    return (await this.#helper.call('get', this.#service, name, undefined, signal)) ?? undefined;
   }
 
   async set(name: string, secret: string): Promise<void> {
-    try {
-      await entry(this.#service, name).setPassword(secret);
-    } catch (error) {
-      throw keychainError(error);
-    }
+    await this.#helper.call('set', this.#service, name, secret);
   }
 
   async delete(name: string): Promise<void> {
-    try {
-      await entry(this.#service, name).deletePassword();
-    } catch (error) {
-      throw keychainError(error);
-    }
+    await this.#helper.call('delete', this.#service, name);
   }
-}
 
-function keychainError(error: unknown): StudioError {
-  const detail = error instanceof Error ? error.message : String(error);
-  return new StudioError('keychain_unavailable', `${NO_KEYCHAIN} (keychain said: ${detail})`);
+  dispose(): void {
+    this.#helper.dispose();
+  }
 }
 
 /**
@@ -115,6 +111,13 @@ export class MemorySecretStore implements SecretStore {
 export function secretStoreFromEnv(env: NodeJS.ProcessEnv): SecretStore {
   const choice = env.CALLABLE_SECRETS ?? 'keychain';
   if (choice === 'env') return new EnvSecretStore(env);
-  if (choice === 'keychain') return new KeychainSecretStore(env.CALLABLE_KEYCHAIN_SERVICE || KEYCHAIN_SERVICE);
+  if (choice === 'keychain') {
+    const timeout = env.CALLABLE_KEYCHAIN_TIMEOUT_MS;
+    const timeoutMs = timeout === undefined || timeout === '' ? KEYCHAIN_TIMEOUT_MS : Number(timeout);
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 600_000) {
+      throw new StudioError('bad_input', `CALLABLE_KEYCHAIN_TIMEOUT_MS must be a whole number of milliseconds from 100 to 600000, not "${timeout}"`);
+    }
+    return new KeychainSecretStore(env.CALLABLE_KEYCHAIN_SERVICE || KEYCHAIN_SERVICE, { env, timeoutMs });
+  }
   throw new StudioError('bad_input', `CALLABLE_SECRETS must be "keychain" (the default) or "env", not "${choice}"`);
 }

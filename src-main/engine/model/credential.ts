@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ErrorCode } from './errors.ts';
 import { CredentialNameSchema, HostPatternSchema } from './function.ts';
 
 export const CredentialPlacementSchema = z.discriminatedUnion('kind', [
@@ -26,6 +27,10 @@ export type CredentialSpec = z.infer<typeof CredentialSpecSchema>;
 export interface CredentialInfo extends CredentialSpec {
   /** Whether the secret store holds a secret for it (never the secret itself). */
   hasSecret: boolean | 'unknown';
+  /** Why `hasSecret` is 'unknown': the keychain is locked, not answering or not available. */
+  secretProblem?: { code: ErrorCode; message: string };
+  /** The functions the user has granted this credential to. */
+  grantedTo: string[];
   createdAt: string;
   updatedAt: string;
 }

@@ -18,6 +18,10 @@ export const ERROR_CODES = [
   'fetch_failed',
   'credential_refused',
   'keychain_unavailable',
+  /** The keychain is locked: unlock it and retry. */
+  'keychain_locked',
+  /** The keychain did not answer in time (stopped, or waiting on an unlock prompt). */
+  'keychain_not_answering',
   'function_error',
   'output_invalid',
   'cancelled',
@@ -28,6 +32,12 @@ export const ERROR_CODES = [
   'engine_unavailable',
   /** Another process held the database's write lock past the busy timeout. */
   'database_busy',
+  /** The disk holding the data folder is full. */
+  'disk_full',
+  /** The data folder or its database became read-only after it was opened. */
+  'read_only',
+  /** Another version of Callable Studio changed the database's schema while this process had it open. */
+  'schema_changed',
   'forbidden',
   'internal',
 ] as const;

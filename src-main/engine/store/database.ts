@@ -1,7 +1,9 @@
 import Database from 'better-sqlite3';
-import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StudioError } from '../model/errors.ts';
+import { backupBeforeMigration, corruptDatabaseError, runIntegrityCheck } from './backup.ts';
+import { diskFullError, isDiskFull, isReadOnly, readOnlyError, schemaChangedError } from './faults.ts';
 
 export type Db = Database.Database;
 
@@ -75,9 +77,25 @@ const MIGRATIONS: string[] = [
     SELECT 'adopt_unscoped_secrets', '1'
     WHERE EXISTS (SELECT 1 FROM credentials) OR EXISTS (SELECT 1 FROM functions) OR EXISTS (SELECT 1 FROM runs) OR EXISTS (SELECT 1 FROM profiles);
   `,
+  // Credential grants: a function uses a credential only once the user granted it. A folder from
+  // before grants existed keeps working: each function is granted the existing credentials it lists.
+  `
+  CREATE TABLE IF NOT EXISTS credential_grants (
+    function_id INTEGER NOT NULL REFERENCES functions(id) ON DELETE CASCADE,
+    credential TEXT NOT NULL,
+    granted_at TEXT NOT NULL,
+    PRIMARY KEY (function_id, credential)
+  );
+  CREATE INDEX IF NOT EXISTS credential_grants_by_credential ON credential_grants(credential);
+  INSERT OR IGNORE INTO credential_grants (function_id, credential, granted_at)
+    SELECT f.id, c.value, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM functions f, json_each(f.spec, '$.credentials') c
+    WHERE c.value IN (SELECT name FROM credentials);
+  `,
 ];
 
 export const DATABASE_FILE = 'callable.db';
+/** The schema version this build writes (the number of migrations). */
+export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** How long a write waits for another process's write lock before giving up with `busyError`. */
 export const BUSY_TIMEOUT_MS = 5000;
@@ -103,7 +121,9 @@ export function openDatabase(dataDir: string, options: { create?: boolean } = {}
     db.pragma('synchronous = NORMAL');
     // After a checkpoint resets the WAL, the file is cut back to this size instead of staying at its peak.
     db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
+    runIntegrityCheck(db, file);
     migrate(db);
+    watchSchema(db);
     return db;
   } catch (error) {
     db?.close();
@@ -150,6 +170,7 @@ function ensureDataDir(dataDir: string, create: boolean): void {
     } catch (error) {
       const code = errnoOf(error);
       if (code === 'EEXIST') continue;
+      if (isDiskFull(error, dirname(dir))) throw diskFullError(dirname(dir));
       const why = code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? `${dirname(dir)} is not writable` : `creating ${dir} failed`;
       throw new StudioError('bad_input', `cannot create the data folder ${dataDir}: ${why} (${code}); ${CHOOSE_ANOTHER}`);
     }
@@ -177,17 +198,54 @@ function openFailure(error: unknown, dataDir: string, file: string): unknown {
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return error;
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return busyError(file);
+  if (isDiskFull(error, dataDir)) return diskFullError(dataDir);
   const reason = `${code}: ${(error as Error).message}`;
   if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
-    return new StudioError(
-      'bad_input',
-      `${file} is not a usable database (${reason}); it was left untouched: restore it from a backup, or move it aside to start an empty one`,
-    );
+    return corruptDatabaseError(file, reason);
   }
   if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM') {
+    const folder = folderNotWritable(dataDir);
+    if (folder !== undefined) {
+      return new StudioError(
+        'bad_input',
+        `cannot open ${file} for writing: the data folder ${dataDir} is read-only (${folder}), and the database creates its -wal and -shm files there; make the folder writable (chattr -i, remount rw) or ${CHOOSE_ANOTHER}`,
+      );
+    }
     return new StudioError('bad_input', `cannot open ${file} for writing (${reason}); make ${dataDir} and its files writable, or ${CHOOSE_ANOTHER}`);
   }
   return new StudioError('bad_input', `cannot open the database ${file} (${reason})`);
+}
+
+/** Why nothing can be created in `dir` (EROFS, EPERM…), or undefined when a file can be. */
+function folderNotWritable(dir: string): string | undefined {
+  const probe = join(dir, `.callable-write-probe-${process.pid}`);
+  try {
+    closeSync(openSync(probe, 'wx'));
+    unlinkSync(probe);
+    return undefined;
+  } catch (error) {
+    const code = errnoOf(error);
+    return code === 'EROFS' || code === 'EPERM' || code === 'EACCES' ? code : undefined;
+  }
+}
+
+/** The schema each open connection was migrated to; every write checks it still holds (see writeTransaction). */
+const schemas = new WeakMap<Db, { expected: number; read: Database.Statement }>();
+
+function watchSchema(db: Db): void {
+  schemas.set(db, { expected: MIGRATIONS.length, read: db.prepare('PRAGMA user_version').pluck() });
+}
+
+/**
+ * Throws `schema_changed` when another process (another version of Callable Studio) moved the
+ * database's schema since this connection migrated it: rows of the old shape must not be written.
+ * A cheap read (the database header); writeTransaction calls it under the write lock.
+ */
+export function checkSchema(db: Db): void {
+  const schema = schemas.get(db);
+  if (!schema) return;
+  const found = schema.read.get() as number;
+  if (found !== schema.expected) throw schemaChangedError(db.name, schema.expected, found);
 }
 
 function migrate(db: Db): void {
@@ -196,6 +254,7 @@ function migrate(db: Db): void {
     throw new StudioError('bad_input', `the database was written by a newer Callable Studio (schema ${current}, this build knows ${MIGRATIONS.length}); update the app`);
   }
   if (current === MIGRATIONS.length) return;
+  backupBeforeMigration(db, db.name, current, MIGRATIONS.length);
   // BEGIN IMMEDIATE takes the write lock first, so two processes starting together migrate once.
   writeTransaction(db, () => {
     const now = db.pragma('user_version', { simple: true }) as number;
@@ -212,12 +271,53 @@ function migrate(db: Db): void {
  * held past the timeout is always the one line of `busyError`. Inside another transaction it is a
  * savepoint of it.
  */
-export function writeTransaction<T>(db: Db, fn: () => T): T {
+export function writeTransaction<T>(db: Db, fn: () => T, options: WriteOptions = {}): T {
+  const outer = !db.inTransaction;
+  // Under the write lock, before the first write: a schema moved by another version refuses the write.
+  const body = outer && schemas.has(db)
+    ? (): T => {
+        checkSchema(db);
+        return fn();
+      }
+    : fn;
+  const busyMs = outer ? options.busyTimeoutMs : undefined;
+  if (busyMs !== undefined) db.pragma(`busy_timeout = ${busyMs}`);
   try {
-    return db.transaction(fn).immediate();
+    return db.transaction(body).immediate();
   } catch (error) {
-    throw isBusy(error) ? busyError(db.name) : error;
+    throw writeFailure(db, error, busyMs ?? BUSY_TIMEOUT_MS);
+  } finally {
+    if (busyMs !== undefined) db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   }
+}
+
+export interface WriteOptions {
+  /**
+   * How long to wait for another process's write lock (default BUSY_TIMEOUT_MS). Writes off the
+   * request path (the audit) wait a few milliseconds and try again later, so the event loop is never
+   * held for long; the busy timeout blocks the thread while it waits.
+   */
+  busyTimeoutMs?: number;
+}
+
+/** The one StudioError a failed write becomes: busy, disk full, read-only; anything else (a bug) stays as it is. */
+function writeFailure(db: Db, error: unknown, waitedMs: number): unknown {
+  if (error instanceof StudioError) return error;
+  if (isBusy(error)) return busyError(db.name, waitedMs);
+  if (isDiskFull(error, dirname(db.name))) return diskFullError(dirname(db.name));
+  if (isReadOnly(error)) return readOnlyError(db.name, error);
+  // A file made read-only under an open connection (chattr +i) is an I/O error to SQLite: find which.
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && code.startsWith('SQLITE_IOERR')) {
+    for (const file of [db.name, `${db.name}-wal`, `${db.name}-shm`]) {
+      try {
+        closeSync(openSync(file, 'r+'));
+      } catch (probe) {
+        if (isReadOnly(probe)) return readOnlyError(file, probe);
+      }
+    }
+  }
+  return error;
 }
 
 /** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_TIMEOUT…), and SQLITE_LOCKED. */
@@ -227,11 +327,9 @@ export function isBusy(error: unknown): boolean {
 }
 
 /** The one line a user sees when another process held the write lock longer than the busy timeout. */
-export function busyError(file: string): StudioError {
-  return new StudioError(
-    'database_busy',
-    `the database ${file} is busy: another Callable Studio process is writing (waited ${BUSY_TIMEOUT_MS / 1000} s for it); try again`,
-  );
+export function busyError(file: string, waitedMs = BUSY_TIMEOUT_MS): StudioError {
+  const waited = waitedMs >= 1000 ? `${waitedMs / 1000} s` : `${waitedMs} ms`;
+  return new StudioError('database_busy', `the database ${file} is busy: another Callable Studio process is writing (waited ${waited} for it); try again`);
 }
 
 /** The size the `-wal` file is cut back to whenever SQLite resets it (journal_size_limit). */

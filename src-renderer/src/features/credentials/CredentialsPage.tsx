@@ -21,7 +21,15 @@ interface Form {
 const EMPTY: Form = { name: '', hosts: '', kind: 'header', header: 'Authorization', template: 'Bearer {secret}', param: '', secret: '' };
 
 // Electron's context bridge drops custom error properties, so the code may be gone: the message still says it.
-const isKeychainError = (e: UiError | undefined): boolean => !!e && (e.code === 'keychain_unavailable' || e.message.startsWith('No OS keychain'));
+const isKeychainError = (e: UiError | undefined): boolean =>
+  !!e && (e.code.startsWith('keychain_') || /No OS keychain|the keychain is (locked|not answering)/.test(e.message));
+
+/** The banner's headline for a keychain problem: locked, not answering, or not there at all. */
+function keychainHeadline(e: UiError): string {
+  if (e.code === 'keychain_locked' || e.message.includes('the keychain is locked')) return 'The OS keychain is locked: unlock it and retry. Until then secrets cannot be stored or read, and functions using them fail.';
+  if (e.code === 'keychain_not_answering' || e.message.includes('the keychain is not answering')) return 'The OS keychain is not answering: secrets cannot be stored or read, and functions using them fail.';
+  return 'The OS keychain is unavailable: secrets cannot be stored or read, and functions using them fail.';
+}
 
 const envVariable = (name: string): string => `CALLABLE_SECRET_${(name.trim() || '<NAME>').toUpperCase().replace(/-/g, '_')}`;
 
@@ -123,8 +131,21 @@ export function CredentialsPage() {
     }
   }
 
-  const keychainError = [loadError, actionError, formError].find(isKeychainError);
-  const unreadable = credentials?.some((c) => c.hasSecret === 'unknown') ?? false;
+  async function setGrant(name: string, fn: string, grant: boolean): Promise<void> {
+    setActionError(undefined);
+    try {
+      if (grant) await studio.credentials.grant({ name, function: fn });
+      else await studio.credentials.revoke({ name, function: fn });
+      toast(grant ? `Granted ${name} to ${fn}` : `Revoked ${name} from ${fn}`);
+      await refresh();
+    } catch (err) {
+      setActionError(asUiError(err));
+    }
+  }
+
+  // Why the secrets could not be read (the list itself still loads): said once, in the banner.
+  const secretProblem = credentials?.find((c) => c.secretProblem)?.secretProblem;
+  const keychainError = [loadError, actionError, formError].find(isKeychainError) ?? secretProblem;
 
   return (
     <div className="page credentials">
@@ -134,10 +155,10 @@ export function CredentialsPage() {
         requests on the way out.
       </p>
 
-      {(keychainError || unreadable) && (
+      {keychainError && (
         <div className="card banner-error" role="alert">
-          <strong>The OS keychain is unavailable: secrets cannot be stored or read, and functions using them fail.</strong>
-          <p>{keychainError ? keychainError.message : 'On Linux a Secret Service (e.g. gnome-keyring) must be running and unlocked in this session. For headless CI, set CALLABLE_SECRETS=env and pass each secret as CALLABLE_SECRET_<NAME>.'}</p>
+          <strong>{keychainHeadline(keychainError)}</strong>
+          <p>{keychainError.message}</p>
         </div>
       )}
       {store === 'env' && (
@@ -184,7 +205,13 @@ export function CredentialsPage() {
                   <td>
                     <SecretBadge has={c.hasSecret} store={store} name={c.name} />
                   </td>
-                  <td>{c.usedBy.length ? <span className="mono">{c.usedBy.join(', ')}</span> : <span className="muted">no function</span>}</td>
+                  <td>
+                    {c.usedBy.length === 0 ? (
+                      <span className="muted">no function</span>
+                    ) : (
+                      c.usedBy.map((fn) => <GrantRow key={fn} credential={c.name} fn={fn} granted={c.grantedTo.includes(fn)} onChange={(grant) => void setGrant(c.name, fn, grant)} />)
+                    )}
+                  </td>
                   <td className="cred-actions">
                     {confirming === c.name ? (
                       <span className="row">
@@ -289,6 +316,32 @@ export function CredentialsPage() {
           )}
         </div>
       </form>
+    </div>
+  );
+}
+
+/** A function that lists the credential: granted (it may use it) or not (its runs are refused it), and the switch. */
+function GrantRow({ credential, fn, granted, onChange }: { credential: string; fn: string; granted: boolean; onChange: (grant: boolean) => void }) {
+  return (
+    <div className="row cred-grant">
+      <span className="mono">{fn}</span>
+      {granted ? (
+        <>
+          <span className="badge ok">granted</span>
+          <button onClick={() => onChange(false)} aria-label={`Revoke ${credential} from ${fn}`} title={`${fn} will no longer be sent ${credential}`}>
+            Revoke
+          </button>
+        </>
+      ) : (
+        <>
+          <span className="badge err" title={`${fn} lists ${credential}, but nothing is sent until you grant it`}>
+            not granted
+          </span>
+          <button onClick={() => onChange(true)} aria-label={`Grant ${credential} to ${fn}`} title={`Let ${fn} send ${credential} to its hosts`}>
+            Grant
+          </button>
+        </>
+      )}
     </div>
   );
 }

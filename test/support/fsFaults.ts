@@ -1,0 +1,153 @@
+// Real file-system faults for tests: a small tmpfs to fill (a full disk), a read-only bind mount,
+// an immutable file or folder (chattr +i: root ignores chmod). Everything a test mounts or marks is
+// undone after it, whatever happened, and at the latest when the test process exits.
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+
+function sh(command: string, args: string[]): { ok: boolean; output: string } {
+  const r = spawnSync(command, args, { encoding: 'utf8' });
+  return { ok: r.status === 0, output: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}`.trim() };
+}
+
+/** Why this process cannot mount a tmpfs (not root, no CAP_SYS_ADMIN, no mount(8)), or undefined when it can. */
+function probeMounts(): string | undefined {
+  if (process.getuid?.() !== 0) return 'not running as root';
+  const dir = mkdtempSync(join(tmpdir(), 'callable-mount-probe-'));
+  try {
+    const mounted = sh('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir]);
+    if (!mounted.ok) return `mount -t tmpfs failed: ${mounted.output}`;
+    sh('umount', [dir]);
+    const attr = sh('chattr', ['-V', '-i', dir]);
+    if (!attr.ok) return `chattr failed: ${attr.output}`;
+    return undefined;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The reason mount-based tests skip, or undefined when they can run (root with mount and chattr). */
+export const cannotMount: string | undefined = probeMounts();
+
+const undo: Array<() => void> = [];
+
+function undoAll(): void {
+  for (const step of undo.splice(0).reverse()) {
+    try {
+      step();
+    } catch {
+      // Best effort: the next steps (unmounts) must still run.
+    }
+  }
+}
+
+afterEach(undoAll);
+process.on('exit', undoAll);
+
+function must(command: string, args: string[]): void {
+  const r = sh(command, args);
+  if (!r.ok) throw new Error(`${command} ${args.join(' ')} failed: ${r.output}`);
+}
+
+export interface SmallDisk {
+  /** The mount point: an empty tmpfs of the requested size. */
+  dir: string;
+  /** Fills every free byte with one file (until ENOSPC); returns its path. */
+  fill(): string;
+  /** Deletes the filler, so there is space again. */
+  unfill(): void;
+}
+
+/** A tmpfs of `size` (mount -o size=…), unmounted after the test. */
+export function smallDisk(size = '4m'): SmallDisk {
+  const dir = mkdtempSync(join(tmpdir(), 'callable-disk-'));
+  must('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]);
+  undo.push(() => rmSync(dir, { recursive: true, force: true }));
+  undo.push(() => must('umount', ['-l', dir]));
+  const filler = join(dir, 'filler');
+  return {
+    dir,
+    fill() {
+      const fd = openSync(filler, 'a');
+      try {
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        for (;;) writeSync(fd, chunk);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+      } finally {
+        closeSync(fd);
+      }
+      return filler;
+    },
+    unfill() {
+      unlinkSync(filler);
+    },
+  };
+}
+
+/** A read-only bind mount of `source` (mount --bind, then remount,bind,ro), unmounted after the test. */
+export function readOnlyView(source: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'callable-ro-'));
+  undo.push(() => rmSync(dir, { recursive: true, force: true }));
+  must('mount', ['--bind', source, dir]);
+  undo.push(() => must('umount', ['-l', dir]));
+  must('mount', ['-o', 'remount,bind,ro', dir]);
+  return dir;
+}
+
+/** chattr +i on `path` (a file or a folder: nothing, root included, may change it), undone after the test. */
+export function immutable(path: string): void {
+  must('chattr', ['+i', path]);
+  undo.push(() => must('chattr', ['-i', path]));
+}
+
+/** A temporary folder removed after the test, once what fsFaults did to it (chattr +i, mounts) is undone. */
+export function faultDir(prefix = 'callable-fault-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  // First in, last out: removed after every unmount and chattr -i.
+  undo.unshift(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * Another process (a plain `node` with better-sqlite3, nothing of ours) that takes the database's
+ * write lock (BEGIN IMMEDIATE and a write) and holds it for `holdMs`. Resolves once it holds it;
+ * `released` resolves with the time (Date.now()) it let go. Killed after the test if still running.
+ */
+export async function holdWriteLock(dbFile: string, holdMs: number, cwd: string): Promise<{ released: Promise<number> }> {
+  const child = spawn(process.execPath, ['-e', LOCK_HOLDER], { cwd, env: { ...process.env, LOCK_DB: dbFile, LOCK_HOLD_MS: String(holdMs) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  undo.push(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const seen = (pattern: RegExp): Promise<RegExpExecArray> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        const m = pattern.exec(out);
+        if (m) resolve(m);
+      };
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        check();
+      });
+      child.on('exit', (code) => {
+        check();
+        reject(new Error(`the lock holder exited (${code}) before ${pattern}:\n${out}${err}`));
+      });
+    });
+  const released = seen(/released (\d+)/).then((m) => Number(m[1]));
+  released.catch(() => {});
+  await seen(/locked/);
+  return { released };
+}
+
+const LOCK_HOLDER = `
+const Database = require('better-sqlite3');
+const db = new Database(process.env.LOCK_DB);
+db.exec('BEGIN IMMEDIATE');
+db.prepare("INSERT OR REPLACE INTO settings (key, value) VALUES ('lock_test', ?)").run(String(Date.now()));
+process.stdout.write('locked\\n');
+setTimeout(() => { db.exec('COMMIT'); db.close(); process.stdout.write('released ' + Date.now() + '\\n'); process.exit(0); }, Number(process.env.LOCK_HOLD_MS));
+`;
