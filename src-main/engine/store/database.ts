@@ -281,14 +281,25 @@ export function writeTransaction<T>(db: Db, fn: () => T, options: WriteOptions =
       }
     : fn;
   const busyMs = outer ? options.busyTimeoutMs : undefined;
-  if (busyMs !== undefined) db.pragma(`busy_timeout = ${busyMs}`);
+  if (busyMs !== undefined) setBusyTimeout(db, busyMs);
   try {
     return db.transaction(body).immediate();
   } catch (error) {
     throw writeFailure(db, error, busyMs ?? BUSY_TIMEOUT_MS);
   } finally {
-    if (busyMs !== undefined) db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    if (busyMs !== undefined) setBusyTimeout(db, BUSY_TIMEOUT_MS);
   }
+}
+
+/** Prepared once per connection and timeout: the audit sets and resets it around every write. */
+const busyStatements = new WeakMap<Db, Map<number, Database.Statement>>();
+
+function setBusyTimeout(db: Db, ms: number): void {
+  let byMs = busyStatements.get(db);
+  if (!byMs) busyStatements.set(db, (byMs = new Map()));
+  let statement = byMs.get(ms);
+  if (!statement) byMs.set(ms, (statement = db.prepare(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(ms))}`)));
+  statement.get();
 }
 
 export interface WriteOptions {
