@@ -40,6 +40,7 @@ import {
   startStdio,
   subprocessTarget,
   trackDir,
+  treeCpuMs,
   treeRssKiB,
   NO_SNAPSHOT,
   type CallOutcome,
@@ -351,6 +352,9 @@ async function sparsePhase(): Promise<void> {
   }
 }
 
+/** CPU used by each target's server process and by its children (sandbox hosts) over its burst blocks (ms). */
+const burstCpu = new Map<string, { own: number; children: number; calls: number }>();
+
 /** Rounds of back-to-back calls, each target (and the floor) for the same stretch of time per round. */
 async function burstPhase(): Promise<void> {
   const targets: Turn[] = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
@@ -369,10 +373,14 @@ async function burstPhase(): Promise<void> {
       }
       const s = S('burst', t.key);
       await t.call(nextN()); // the block's first call follows an idle stretch: not counted
+      const cpuBefore = treeCpuMs(t.pid());
       const started = performance.now();
       const blockEnd = Math.min(until, started + CFG.burstBlockMs);
       for (let k = 0; k < CFG.blockMaxCalls && performance.now() < blockEnd; k++) s.add(await t.call(nextN()));
       s.wallMs += performance.now() - started;
+      const cpuAfter = treeCpuMs(t.pid());
+      const cpu = burstCpu.get(t.key) ?? { own: 0, children: 0, calls: 0 };
+      burstCpu.set(t.key, { own: cpu.own + cpuAfter.own - cpuBefore.own, children: cpu.children + cpuAfter.children - cpuBefore.children, calls: s.calls });
     }
   }
 }
@@ -770,6 +778,16 @@ function report(): void {
   out.push('  (the subprocess row is compared with the plain stdio server; the headline figure divides it by callable mcp)');
   out.push(`  (floor: fresh context + the echo body + release in this process, no MCP; burst = createContextSync/runSync on one isolate, 16 in flight = the async API over ${floor?.cores ?? '?'} isolates, one per core)`);
   out.push('  (ideal: the plain SDK server whose tool runs the echo in a fresh isolated-vm context per call, synchronously, in its own process: a fresh-context MCP server with no other cost; the ideal_* figures are the issue\'s figures computed for it, the bound any design meets at best here)');
+  out.push('');
+
+  const cpuRows: string[][] = [];
+  for (const key of [pA, pB, pF, pD, pE]) {
+    const c = burstCpu.get(key);
+    if (!c || c.calls === 0) continue;
+    cpuRows.push([labels[key] ?? key, c.calls.toLocaleString('en-US'), fmt(c.own / c.calls, 3), fmt(c.children / c.calls, 3), fmt((c.own + c.children) / c.calls, 3)]);
+  }
+  out.push('CPU per call, back-to-back (ms of user + system time over the burst blocks, from /proc; 10 ms ticks, so read over thousands of calls)');
+  out.push(table(['target', 'calls', 'server', 'its children (hosts)', 'all'], cpuRows));
   out.push('');
 
   const srows: string[][] = [];

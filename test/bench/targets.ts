@@ -173,6 +173,31 @@ export function treeRssKiB(pid: number | null): { kib: number; childrenKiB: numb
   return { kib: own + childrenKiB, childrenKiB, processes };
 }
 
+/** CPU time (user + system, ms) used so far by a process and, separately, by its descendants (the sandbox hosts). */
+export function treeCpuMs(pid: number | null): { own: number; children: number } {
+  if (pid === null) return { own: Number.NaN, children: Number.NaN };
+  let children = 0;
+  for (const c of descendantPids(pid)) {
+    const ms = cpuMs(c);
+    if (Number.isFinite(ms)) children += ms;
+  }
+  return { own: cpuMs(pid), children };
+}
+
+/** utime + stime of one process from /proc/<pid>/stat, in ms (NaN once it is gone). */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+/** USER_HZ: 100 on Linux on every architecture Node runs on. */
+const CLOCK_TICKS = 100;
+
 // ---------------------------------------------------------------- targets ----
 
 export interface CallOutcome {
