@@ -20,7 +20,7 @@ import {
 import type { Resolver } from './net/guardedFetch.ts';
 import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { runFunction, type RunOptions } from './run.ts';
-import { openDatabase, type Db } from './store/database.ts';
+import { openDatabase, writeTransaction, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
 import { diskFullOf } from './store/faults.ts';
 import { databaseFileOf, Upkeep } from './store/retention.ts';
@@ -329,8 +329,13 @@ export class Engine {
       }
     }
     const token = randomBytes(24).toString('base64url');
+    // Checked first (a lock held past the busy timeout, a schema moved by another version, a full
+    // disk): a token is only replaced in the keychain when the servers can be told.
+    writeTransaction(this.#db, () => undefined);
     await this.#secrets.set({ kind: 'mcp-token' }, token);
-    this.#db.prepare("INSERT INTO settings (key, value) VALUES ('mcp_token_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
+    writeTransaction(this.#db, () =>
+      this.#db.prepare("INSERT INTO settings (key, value) VALUES ('mcp_token_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run(),
+    );
     this.#mcpTokenSeen = { version: version(), token };
     return token;
   }

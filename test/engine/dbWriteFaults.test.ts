@@ -137,6 +137,22 @@ describe('another version changing the schema under a running server', () => {
     expect(runRows(dataDir).map((r) => r.function_name)).toEqual(['echo']);
   }, 60_000);
 
+  it('a token regenerated under a schema moved by another version is refused, and the running servers keep the old token', async () => {
+    const dataDir = await dataFolder();
+    const secrets = new MemorySecretStore();
+    const engine = createEngine({ dataDir, secrets });
+    try {
+      const token = await engine.mcpToken();
+      const other = new Database(join(dataDir, DATABASE_FILE));
+      other.pragma(`user_version = ${(other.pragma('user_version', { simple: true }) as number) + 1}`);
+      other.close();
+      await expect(engine.mcpToken({ regenerate: true })).rejects.toMatchObject({ code: 'schema_changed', message: expect.stringMatching(/was changed by another version of Callable Studio/) });
+      expect(await engine.mcpToken()).toBe(token);
+    } finally {
+      engine.database.close();
+    }
+  });
+
   it('a run recorded before the change is not written after it: the write checks the schema under the lock', async () => {
     const dataDir = await dataFolder();
     const notices: string[] = [];

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUDIT_BUFFER_MAX } from '../../src-main/engine/audit/ledger.ts';
-import { createEngine, MemorySecretStore, type Engine, type RunRecord } from '../../src-main/engine/index.ts';
+import { createEngine, KeychainSecretStore, MemorySecretStore, type Engine, type RunRecord } from '../../src-main/engine/index.ts';
 import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
@@ -156,6 +156,33 @@ describe.skipIf(cannotMount !== undefined)(`a full disk (skipped unless a tmpfs 
     const result = await cli(['import', join(REPO, 'resources/examples/word_stats'), '--data-dir', fresh], { env: ENV });
     expect(result.stderr.trim().split('\n')).toEqual([`callable import: ${fullLine(fresh)}`]);
     expect(result.code).toBe(1);
+  }, 60_000);
+
+  it('credentials set with a secret on a full disk leaves no secret in the keychain, new or replaced', async () => {
+    const { disk, dataDir } = await dataOnSmallDisk();
+    const keychain = new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!);
+    // Another process keeps the database open, so opening it needs no new space: the save itself fails.
+    const other = createEngine({ dataDir, secrets: new MemorySecretStore() });
+    engines.push(other);
+    const account = (name: string): string => `${other.installId}:credential:${name}`;
+    // A credential saved while there was room: its secret must survive a refused replacement.
+    const saved = await cli(['credentials', 'set', 'kept', '--host', 'api.example.com', '--data-dir', dataDir], { stdin: 'first-secret' });
+    expect(saved.code).toBe(0);
+    other.database.pragma('wal_checkpoint(TRUNCATE)');
+    disk.fill();
+    try {
+      for (const [name, secret] of [['fresh', 'never-kept'], ['kept', 'second-secret']] as const) {
+        const result = await cli(['credentials', 'set', name, '--host', 'api.example.com', '--data-dir', dataDir], { stdin: secret });
+        expect(result.stderr.trim().split('\n')).toEqual([`callable credentials: ${fullLine(dataDir)}; the secret was not kept`]);
+        expect(result.code).toBe(1);
+      }
+      expect(await keychain.get(account('fresh'))).toBeUndefined();
+      expect(await keychain.get(account('kept'))).toBe('first-secret');
+    } finally {
+      disk.unfill();
+      await keychain.delete(account('kept')).catch(() => {});
+      keychain.dispose?.();
+    }
   }, 60_000);
 
   it('while another process has the database open, a write fails with the same line; a run says it ran but was not recorded', async () => {

@@ -74,11 +74,15 @@ export class CredentialService {
         `CALLABLE_SECRETS=env stores no secrets, and nothing was saved: put the secret in ${FolderSecrets.variableFor({ kind: 'credential', name: spec.name })} and give no secret here (e.g. stdin from /dev/null) to save the metadata`,
       );
     }
+    const key = { kind: 'credential' as const, name: spec.name };
+    /** What the keychain held before this save: put back if the database refuses the save (undefined: nothing). */
+    let previous: string | undefined;
     if (secret !== undefined) {
       if (secret.length === 0) throw new StudioError('bad_input', 'the secret is empty; pass the secret on standard input');
       if (/[\r\n]/.test(secret)) throw new StudioError('bad_input', 'the secret contains a line break; secrets are single-line values');
       try {
-        await this.#secrets.set({ kind: 'credential', name: spec.name }, secret);
+        if (this.find(spec.name)) previous = await this.#secrets.get(key);
+        await this.#secrets.set(key, secret);
       } catch (error) {
         if (error instanceof StudioError) throw new StudioError(error.code, `${error.message}; nothing was saved`, error.details);
         throw error;
@@ -87,14 +91,22 @@ export class CredentialService {
       throw new StudioError('bad_input', `credential "${spec.name}" is new: give its secret`);
     }
     const now = nowIso();
-    writeTransaction(this.#db, () =>
-      this.#db
-        .prepare(
-          `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
-        )
-        .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now),
-    );
+    try {
+      writeTransaction(this.#db, () =>
+        this.#db
+          .prepare(
+            `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
+          )
+          .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now),
+      );
+    } catch (error) {
+      // The database refused the save (a full disk, a lock, a read-only file): no secret stays behind.
+      if (secret === undefined) throw error;
+      await (previous === undefined ? this.#secrets.delete(key) : this.#secrets.set(key, previous)).catch(() => {});
+      if (error instanceof StudioError) throw new StudioError(error.code, `${error.message}; the secret was not kept`, error.details);
+      throw error;
+    }
     return spec;
   }
 
