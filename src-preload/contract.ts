@@ -103,6 +103,16 @@ export const contract = {
   'profiles:delete': method<{ deleted: true }>()(z.object({ name: ProfileNameSchema }).strict()),
 } as const;
 
+/**
+ * Something the engine reports that no call returned: runs it could not record yet (a full disk, a
+ * lock held by another process) and when they land, a schema moved by another version, a failed
+ * automatic backup. `at` is an ISO time.
+ */
+export interface EngineNotice {
+  message: string;
+  at: string;
+}
+
 /** Where the engine process stands, as main sees it; `message` is for the user. */
 export interface EngineStatus {
   state: 'starting' | 'ready' | 'restarting' | 'unavailable';
@@ -118,6 +128,8 @@ export const events = {
   'mcp:status': event<McpStatus>(),
   /** The engine process started, crashed and is being restarted, or cannot run (sent by main). */
   'engine:status': event<EngineStatus>(),
+  /** A report of the engine's own (see EngineNotice). */
+  'engine:notice': event<EngineNotice>(),
 } as const;
 
 export type Contract = typeof contract;

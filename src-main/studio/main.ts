@@ -15,6 +15,12 @@ const APP_ROOT = join(import.meta.dirname, '../..');
 const SHUTDOWN_GRACE_MS = 3_000;
 
 const diagnostic = (message: string): void => void process.stderr.write(`callable engine: ${message}\n`);
+const noticeListeners = new Set<(message: string) => void>();
+/** The engine's own reports (runs not recorded yet, a moved schema, a failed backup): on stderr, and to the window. */
+const engineDiagnostic = (message: string): void => {
+  diagnostic(message);
+  for (const listener of noticeListeners) listener(message);
+};
 const oneLine = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 1000);
 
 process.on('uncaughtException', (error) => {
@@ -60,9 +66,15 @@ interface Opened {
 
 function open(dataDir: string, mcpPort: number): Opened | { fatal: string } {
   try {
-    const engine = createEngine({ dataDir, diagnostic });
+    const engine = createEngine({ dataDir, diagnostic: engineDiagnostic });
     const mcp = new McpHttpHost(engine, { port: mcpPort, diagnostic });
-    const api = createStudioApi({ engine, mcp, resourcesDir: join(APP_ROOT, 'resources'), callableCommand: join(APP_ROOT, 'bin', 'callable.js'), diagnostic });
+    const api = createStudioApi({ engine, mcp, resourcesDir: join(APP_ROOT, 'resources'), callableCommand: join(APP_ROOT, 'bin', 'callable.js'),
+      diagnostic,
+      notices: (listener) => {
+        noticeListeners.add(listener);
+        return () => noticeListeners.delete(listener);
+      },
+    });
     return { engine, mcp, api };
   } catch (error) {
     return { fatal: `The engine could not open its data folder ${dataDir}: ${oneLine(error)}` };

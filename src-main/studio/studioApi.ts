@@ -16,6 +16,8 @@ export interface StudioHost {
   callableCommand: string;
   mcp: McpHttpHost;
   diagnostic: (message: string) => void;
+  /** Subscribes to the engine's own reports (its `diagnostic`), forwarded to the window as `engine:notice`. */
+  notices?: (listener: (message: string) => void) => () => void;
 }
 
 type Handlers = { [M in MethodName]: (request: z.output<(typeof contract)[M]['request']>) => Promise<ResponseOf<M>> | ResponseOf<M> };
@@ -118,6 +120,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
   let feedCursor = 0;
   const stopCatalog = engine.onCatalogChange(() => emit('catalog:changed', {}));
   const stopMcp = host.mcp.onStatus((status) => emit('mcp:status', status));
+  const stopNotices = host.notices?.((message) => emit('engine:notice', { message, at: new Date().toISOString() }));
 
   const ensureFeed = (): void => {
     if (feedTimer || (listeners.get('runs:feed')?.size ?? 0) === 0) return;
@@ -166,6 +169,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
     close() {
       stopCatalog();
       stopMcp();
+      stopNotices?.();
       if (feedTimer) clearInterval(feedTimer);
       for (const c of running.values()) c.abort();
       listeners.clear();

@@ -4,7 +4,7 @@ import { Toasts } from './components/Toasts.tsx';
 import { ConsolePane } from './features/console/ConsolePane.tsx';
 import { CredentialsPage } from './features/credentials/CredentialsPage.tsx';
 import { EditorPane } from './features/editor/EditorPane.tsx';
-import { EngineBanner } from './features/engine/EngineBanner.tsx';
+import { EngineBanner, EngineNotices } from './features/engine/EngineBanner.tsx';
 import { FunctionList } from './features/functions/FunctionList.tsx';
 import { HistoryPane } from './features/history/HistoryPane.tsx';
 import { McpPage } from './features/mcp/McpPage.tsx';
@@ -68,6 +68,7 @@ export function App() {
         </nav>
       </header>
       <EngineBanner />
+      <EngineNotices />
       {page === 'functions' && (
         <div className="workspace">
           <FunctionList />

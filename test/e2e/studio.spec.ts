@@ -70,11 +70,16 @@ describe('the studio in a real browser, bound to a real engine process', () => {
     const refused = await ui.run({ text: 'Hello', target: 'DE' });
     await expect.poll(() => refused.textContent()).toContain('callable credentials grant deepl translate_local');
     expect(vendor.seen.length).toBe(seenBefore);
-    await ui.goTo('Credentials');
+    // The saved function says so in the editor, with the way to the grant.
+    await ui.tab('Code');
+    await expect.poll(() => ui.page.getByTestId('ungranted').textContent()).toContain('translate_local asks for credential deepl, which has not been granted to it');
+    await ui.page.getByRole('button', { name: 'Grant on the Credentials page' }).click();
     await ui.page.getByRole('button', { name: 'Grant deepl to translate_local' }).click();
     await ui.page.getByRole('button', { name: 'Revoke deepl from translate_local' }).waitFor();
     await ui.goTo('Functions');
     await ui.functionItem('translate_local').click();
+    await ui.tab('Code');
+    await expect.poll(() => ui.page.getByTestId('ungranted').count()).toBe(0);
     const result = await ui.run({ text: 'Hello', target: 'DE' });
     await expect.poll(() => result.textContent()).toContain('[authorized] Hello');
     const trace = result.locator('[data-testid=run-trace]');

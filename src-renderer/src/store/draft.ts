@@ -19,9 +19,11 @@ export interface DraftState {
   problems: Problem[];
   /** Any other save error (bad spec, keychain, …). */
   error: UiError | undefined;
+  /** Credentials the saved function lists that exist but have not been granted to it (nothing is sent until they are). */
+  ungranted: string[];
 }
 
-export const draft = createStore<DraftState>({ record: undefined, source: '', spec: undefined, saving: false, problems: [], error: undefined });
+export const draft = createStore<DraftState>({ record: undefined, source: '', spec: undefined, saving: false, problems: [], error: undefined, ungranted: [] });
 
 
 export function isDirty(s: DraftState = draft.get()): boolean {
@@ -36,8 +38,19 @@ function markDirty(): void {
 
 export async function loadDraft(name: string): Promise<void> {
   const record = await studio.functions.get({ name });
-  draft.set({ record, source: record.source, spec: specOf(record), problems: [], error: undefined });
+  draft.set({ record, source: record.source, spec: specOf(record), problems: [], error: undefined, ungranted: [] });
   setDirty(name, false);
+}
+
+/** The credentials `record` lists that exist and have not been granted to it (empty when they cannot be read). */
+export async function ungrantedOf(record: FunctionRecord): Promise<string[]> {
+  if (record.credentials.length === 0) return [];
+  try {
+    const { credentials } = await studio.credentials.list({});
+    return credentials.filter((c) => record.credentials.includes(c.name) && !c.grantedTo.includes(record.name)).map((c) => c.name);
+  } catch {
+    return [];
+  }
 }
 
 export function editSource(source: string): void {
@@ -59,10 +72,11 @@ export async function saveDraft(): Promise<boolean> {
     const record = await studio.functions.save({ spec: s.spec, source: s.source });
     const now = draft.get();
     // Keep anything typed while the save was in flight.
-    draft.set({ record, saving: false, problems: [], error: undefined, ...(now.source === s.source ? {} : { source: now.source }) });
+    const ungranted = await ungrantedOf(record);
+    draft.set({ record, saving: false, problems: [], error: undefined, ungranted, ...(now.source === s.source ? {} : { source: now.source }) });
     markDirty();
     await refreshFunctions();
-    toast(`Saved ${record.name} (revision ${record.revision})`);
+    toast(`Saved ${record.name} (revision ${record.revision})${ungranted.length > 0 ? `; not granted: ${ungranted.join(', ')}` : ''}`);
     return true;
   } catch (error) {
     const e = asUiError(error);

@@ -2,8 +2,8 @@ import { Editor, type OnMount } from '@monaco-editor/react';
 import { useEffect, useRef, useState } from 'react';
 import type { RevisionRecord } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
-import { toast } from '../../store/app.ts';
-import { draft, editSource, saveDraft } from '../../store/draft.ts';
+import { app, toast } from '../../store/app.ts';
+import { draft, editSource, saveDraft, ungrantedOf } from '../../store/draft.ts';
 import { monaco, setArgsTypes, setRuntimeTypes } from './monaco.ts';
 import { argsDeclarations } from './schemaToTs.ts';
 
@@ -16,6 +16,7 @@ export function EditorPane() {
   const inputSchema = draft.use((s) => s.spec?.inputSchema);
   const problems = draft.use((s) => s.problems);
   const error = draft.use((s) => s.error);
+  const ungranted = draft.use((s) => s.ungranted);
   const editorRef = useRef<Parameters<OnMount>[0] | null>(null);
   const [showHistory, setShowHistory] = useState(false);
 
@@ -26,6 +27,18 @@ export function EditorPane() {
   useEffect(() => {
     setArgsTypes(argsDeclarations(inputSchema));
   }, [inputSchema]);
+
+  // Which listed credentials are not granted yet: on opening the function and on coming back (a grant may have been made meanwhile).
+  useEffect(() => {
+    if (!record) return;
+    let current = true;
+    void ungrantedOf(record).then((ungranted) => {
+      if (current && draft.get().record?.name === record.name) draft.set({ ungranted });
+    });
+    return () => {
+      current = false;
+    };
+  }, [record]);
 
   // Compile errors from the last save, shown inline.
   useEffect(() => {
@@ -57,6 +70,16 @@ export function EditorPane() {
         {error?.code === 'compile_error' && (
           <div className="compile-error error-text" role="alert">
             {error.message}
+          </div>
+        )}
+        {ungranted.length > 0 && (
+          <div className="ungranted" role="status" data-testid="ungranted">
+            {ungranted.map((c) => (
+              <p key={c}>
+                {record.name} asks for credential {c}, which has not been granted to it: nothing is sent until you grant it.
+              </p>
+            ))}
+            <button onClick={() => app.set({ page: 'credentials' })}>Grant on the Credentials page</button>
           </div>
         )}
         <div className="editor-toolbar row">
