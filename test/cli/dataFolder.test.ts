@@ -1,12 +1,13 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { cli, type CliRun } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
+import { cannotMakeImmutable, immutable } from '../support/fsFaults.ts';
 
 const WORD_STATS = join(REPO, 'resources/examples/word_stats');
 
@@ -17,21 +18,6 @@ function expectOneClearLine(run: CliRun | { stderr: string }, ...words: string[]
   expect(run.stderr).not.toMatch(/^\s+at /m);
   for (const w of words) expect(run.stderr).toContain(w);
 }
-
-/** Makes a path immutable (writes refused even to root, as a read-only mount would); false where the filesystem has no such flag. */
-const immutable: string[] = [];
-function makeImmutable(path: string): boolean {
-  try {
-    execFileSync('chattr', ['+i', path], { stdio: 'ignore' });
-  } catch {
-    return false;
-  }
-  immutable.push(path);
-  return true;
-}
-afterEach(() => {
-  for (const path of immutable.splice(0)) execFileSync('chattr', ['-i', path]);
-});
 
 function spawnCallableSync(args: string[]) {
   return spawnSync(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, ...args], { encoding: 'utf8', timeout: 15_000 });
@@ -57,17 +43,17 @@ describe('an unusable data folder is one clear line, exit 2, never a stack trace
     expectOneClearLine(run, `${file} is a file`, '--data-dir');
   });
 
-  it('--data-dir in a folder that is not writable (EPERM: an immutable folder)', async (t) => {
+  it.skipIf(cannotMakeImmutable)('--data-dir in a folder that is not writable (EPERM: an immutable folder)', async () => {
     const parent = tempDir();
-    if (!makeImmutable(parent)) t.skip();
+    immutable(parent);
     const run = await cli(['import', WORD_STATS, '--data-dir', join(parent, 'data')]);
     expect(run.code).toBe(2);
     expectOneClearLine(run, `${parent} is not writable (EPERM)`, '--data-dir');
   });
 
-  it('--data-dir that exists but is not writable (the database cannot be created)', async (t) => {
+  it.skipIf(cannotMakeImmutable)('--data-dir that exists but is not writable (the database cannot be created)', async () => {
     const data = tempDir();
-    if (!makeImmutable(data)) t.skip();
+    immutable(data);
     const run = await cli(['import', WORD_STATS, '--data-dir', data]);
     expect(run.code).toBe(2);
     expectOneClearLine(run, `cannot open ${join(data, 'callable.db')} for writing`, 'writable');
@@ -98,10 +84,10 @@ describe('an unusable data folder is one clear line, exit 2, never a stack trace
     expect(existsSync(`${db}-wal`)).toBe(false);
   });
 
-  it('a read-only database refuses the run before it starts instead of crashing while recording it', async (t) => {
+  it.skipIf(cannotMakeImmutable)('a read-only database refuses the run before it starts instead of crashing while recording it', async () => {
     const data = tempDir();
     expect((await cli(['import', WORD_STATS, '--data-dir', data])).code).toBe(0);
-    if (!makeImmutable(join(data, 'callable.db'))) t.skip();
+    immutable(join(data, 'callable.db'));
     const run = spawnCallableSync(['run', 'word_stats', '--args', '{"text":"a b"}', '--data-dir', data]);
     expect(run.status, run.stderr).toBe(2);
     expect(run.stdout).toBe('');

@@ -8,6 +8,7 @@ import { connect } from '../support/mcpClients.ts';
 import { cli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { vendorServer } from '../support/vendor.ts';
+import { until } from '../support/wait.ts';
 
 /** A vendor that never answers; counts the requests whose connection was closed by the caller. */
 async function silentVendor() {
@@ -29,14 +30,6 @@ async function dataWithHang(port: number): Promise<string> {
 
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-}
-
-async function until(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function spawnCallable(args: string[]): { child: ChildProcess; stderr: () => string; stdout: () => string } {

@@ -6,6 +6,7 @@ import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
 import { cannotMount, faultDir, immutable, readOnlyView } from '../support/fsFaults.ts';
+import { until } from '../support/wait.ts';
 
 // A read-only data folder or database, made so for real: `chattr +i` (root ignores chmod) or a
 // read-only bind mount. Every command, servers included, refuses at start with one line that names
@@ -111,14 +112,14 @@ describe.skipIf(cannotMount !== undefined)(`a read-only data folder (skipped unl
       const wal = join(dataDir, `${DATABASE_FILE}-wal`);
       immutable(wal);
       for (const text of ['b', 'c']) expect((await engine.run('echo', { text }, { caller: 'cli' })).ok).toBe(true);
-      await until(() => notices.some((m) => m.includes('2 run(s)')));
+      await until(() => notices.some((m) => m.includes('2 run(s)')), 'the 2 waiting runs to be reported');
       expect(notices).toEqual([
         `1 run(s) (echo) could not be recorded yet: ${wal} has become read-only (EPERM); make the data folder and its files writable again (remount rw, chattr -i); they wait in memory (at most 1000) and are written once it can`,
         expect.stringMatching(/^2 run\(s\) \(echo\) could not be recorded yet: /),
       ]);
       expect(engine.runs.list()).toHaveLength(1);
       spawnSync('chattr', ['-i', wal]);
-      await until(() => engine.runs.unwritten === 0);
+      await until(() => engine.runs.unwritten === 0, 'the waiting runs to be written');
       expect(engine.runs.list().map((r) => r.args)).toEqual([{ text: 'c' }, { text: 'b' }, { text: 'a' }]);
       expect(notices.at(-1)).toBe(`recorded 2 run(s) that had waited to be written to ${join(dataDir, DATABASE_FILE)}`);
     } finally {
@@ -127,10 +128,3 @@ describe.skipIf(cannotMount !== undefined)(`a read-only data folder (skipped unl
   }, 60_000);
 });
 
-async function until(ok: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

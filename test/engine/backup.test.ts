@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,12 +8,15 @@ import { backupDatabase, databaseInUse, listBackups, restoreDatabase } from '../
 import { DATABASE_FILE, openDatabase, SCHEMA_VERSION } from '../../src-main/engine/store/database.ts';
 import { writeKeepSettings } from '../../src-main/engine/store/retention.ts';
 import { scratch } from '../support/scratch.ts';
+import { cannotMakeImmutable, immutable, undoFaults } from '../support/fsFaults.ts';
 
 // Real SQLite files throughout: backups taken with the online backup API while runs are recorded,
 // an integrity check that refuses a damaged page at open, the copy taken before a schema upgrade,
 // and restores that verify before they replace anything.
 
 const made = scratch();
+// Registered after scratch's cleanup, so it runs first: chattr -i before the folders are removed.
+afterEach(undoFaults);
 
 function openEngine(dataDir: string): Engine {
   return made.engine(createEngine({ dataDir, secrets: new MemorySecretStore() }));
@@ -49,20 +51,6 @@ function damageTable(dbFile: string, table: string): void {
   bytes.fill(0xa5, (root - 1) * pageSize, (root - 1) * pageSize + 64);
   writeFileSync(dbFile, bytes);
 }
-
-const immutable: string[] = [];
-function makeImmutable(path: string): boolean {
-  try {
-    execFileSync('chattr', ['+i', path], { stdio: 'ignore' });
-  } catch {
-    return false;
-  }
-  immutable.push(path);
-  return true;
-}
-afterEach(() => {
-  for (const path of immutable.splice(0)) execFileSync('chattr', ['-i', path]);
-});
 
 describe('online backup', () => {
   it('copies the open database while runs are being recorded: a whole, checked, self-contained file', async () => {
@@ -166,12 +154,12 @@ describe('the backup before a schema upgrade', () => {
     expect(listBackups(dbFile).map((b) => b.kind)).toEqual(['pre-migration', 'replaced']);
   });
 
-  it('does not upgrade when the copy cannot be written (an immutable backups folder)', async (t) => {
+  it.skipIf(cannotMakeImmutable)('does not upgrade when the copy cannot be written (an immutable backups folder)', async () => {
     const { dataDir, dbFile } = await folderWithAFunction();
     asSchema1(dbFile);
     const folder = join(dataDir, 'backups');
     mkdirSync(folder);
-    if (!makeImmutable(folder)) t.skip();
+    immutable(folder);
     expect(() => openDatabase(dataDir)).toThrow(
       new RegExp(`needs an upgrade \\(schema 1 to ${SCHEMA_VERSION}\\), but the backup taken first could not be written to .*EPERM.*the database was not changed`),
     );

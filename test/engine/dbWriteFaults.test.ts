@@ -9,6 +9,7 @@ import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { holdWriteLock } from '../support/fsFaults.ts';
 import { scratch } from '../support/scratch.ts';
+import { untilValue } from '../support/wait.ts';
 
 // The write path under faults, with real processes on a real SQLite file: another process holding
 // the write lock must not freeze a running server (its audit writes wait off the event loop), and a
@@ -63,23 +64,13 @@ function runRows(dataDir: string): Array<{ id: string; function_name: string; cl
   }
 }
 
-async function until<T>(what: string, read: () => T, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('another process holding the write lock while a server runs', () => {
   it('pings and tool calls keep being answered through a 3 s lock; the runs are recorded once it is released', async () => {
     const dataDir = await dataFolder();
     const { client } = await serve(dataDir);
     // Warm: the sandbox host is up and the first run is recorded.
     await client.callTool({ name: 'echo', arguments: { text: 'warm' } });
-    await until('the first run to be recorded', () => runRows(dataDir).length, (n) => n === 1);
+    await untilValue('the first run to be recorded', () => runRows(dataDir).length, (n) => n === 1);
 
     const holder = await holdWriteLock(join(dataDir, DATABASE_FILE), 3000, REPO);
     const held = performance.now();
@@ -104,7 +95,7 @@ describe('another process holding the write lock while a server runs', () => {
     expect(Math.max(...pings)).toBeLessThan(1000);
     expect(calls.length).toBeGreaterThanOrEqual(5);
     // Nothing could be written while the lock was held; every run lands after it is released.
-    const rows = await until('the runs made under the lock to be recorded', () => runRows(dataDir), (r) => r.length === 1 + calls.length);
+    const rows = await untilValue('the runs made under the lock to be recorded', () => runRows(dataDir), (r) => r.length === 1 + calls.length);
     expect(rows.every((r) => r.function_name === 'echo' && r.client_name === 'faults-client')).toBe(true);
     expect(Date.now()).toBeGreaterThanOrEqual(releasedAt);
   }, 60_000);
@@ -115,7 +106,7 @@ describe('another version changing the schema under a running server', () => {
     const dataDir = await dataFolder();
     const { client, stderr } = await serve(dataDir);
     await client.callTool({ name: 'echo', arguments: { text: 'before' } });
-    await until('the first run to be recorded', () => runRows(dataDir).length, (n) => n === 1);
+    await untilValue('the first run to be recorded', () => runRows(dataDir).length, (n) => n === 1);
 
     // Another (newer) version migrates the database while this server runs.
     const other = new Database(join(dataDir, DATABASE_FILE));
@@ -127,7 +118,7 @@ describe('another version changing the schema under a running server', () => {
     expect(result.isError).toBe(true);
     const message = new RegExp(`the database \\S+callable\\.db was changed by another version of Callable Studio \\(schema ${version + 1}, this process writes schema ${version}\\); this process stopped writing to it: restart it with the current version`);
     expect(result.content[0]!.text).toMatch(message);
-    await until('the message on stderr', stderr, (s) => message.test(s));
+    await untilValue('the message on stderr', stderr, (s) => message.test(s));
     // Said once, not per call.
     const again = (await client.callTool({ name: 'echo', arguments: { text: 'again' } })) as { isError?: boolean; content: Array<{ text?: string }> };
     expect(again.isError).toBe(true);

@@ -9,6 +9,7 @@ import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
 import { cannotMount, faultDir, smallDisk, type SmallDisk } from '../support/fsFaults.ts';
+import { untilValue } from '../support/wait.ts';
 
 // A full disk, for real: the data folder lives on a small tmpfs that the test fills to the last
 // byte (until ENOSPC). Needs root (mount); skipped, saying why, where mounting is not possible.
@@ -51,16 +52,6 @@ function runIds(dataDir: string): string[] {
   }
 }
 
-async function until<T>(what: string, read: () => T, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 const fullLine = (dataDir: string): string => `the disk holding ${dataDir} is full (free some space and retry)`;
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -80,7 +71,7 @@ describe.skipIf(cannotMount !== undefined)(`a full disk (skipped unless a tmpfs 
     await client.connect(transport);
     servers.push(client);
     await client.callTool({ name: 'echo', arguments: { text: 'before' } });
-    await until('the first run to be recorded', () => runIds(dataDir).length, (n) => n === 1);
+    await untilValue('the first run to be recorded', () => runIds(dataDir).length, (n) => n === 1);
 
     disk.fill();
     for (const text of ['one', 'two', 'three']) {
@@ -88,18 +79,18 @@ describe.skipIf(cannotMount !== undefined)(`a full disk (skipped unless a tmpfs 
       expect(result.content[0]!.text).toBe(JSON.stringify({ echo: text }));
       expect(result.isError ?? false).toBe(false);
     }
-    await until('the runs not recorded to be reported', () => stderr, (s) => /3 run\(s\) \(echo\) could not be recorded yet/.test(s));
+    await untilValue('the runs not recorded to be reported', () => stderr, (s) => /3 run\(s\) \(echo\) could not be recorded yet/.test(s));
     expect(stderr).toMatch(new RegExp(`^callable: 1 run\\(s\\) \\(echo\\) could not be recorded yet: ${escape(fullLine(dataDir))}; they wait in memory \\(at most ${AUDIT_BUFFER_MAX}\\) and are written once it can$`, 'm'));
     expect(stderr).not.toMatch(RAW);
     expect(runIds(dataDir)).toHaveLength(1);
     await client.ping();
 
     disk.unfill();
-    await until('the buffered runs to land', () => runIds(dataDir).length, (n) => n === 4);
-    await until('the recovery to be reported', () => stderr, (s) => /recorded 3 run\(s\) that had waited to be written to \S+callable\.db/.test(s));
+    await untilValue('the buffered runs to land', () => runIds(dataDir).length, (n) => n === 4);
+    await untilValue('the recovery to be reported', () => stderr, (s) => /recorded 3 run\(s\) that had waited to be written to \S+callable\.db/.test(s));
     // Still serving, and recording at once again.
     await client.callTool({ name: 'echo', arguments: { text: 'after' } });
-    await until('the next run to be recorded', () => runIds(dataDir).length, (n) => n === 5);
+    await untilValue('the next run to be recorded', () => runIds(dataDir).length, (n) => n === 5);
   }, 60_000);
 
   it(`keeps at most ${AUDIT_BUFFER_MAX} runs waiting: the oldest are dropped, counted and reported`, async () => {
@@ -111,7 +102,7 @@ describe.skipIf(cannotMount !== undefined)(`a full disk (skipped unless a tmpfs 
     disk.fill();
     const run = (i: number): RunRecord => ({ id: `run-${i}`, functionName: 'echo', caller: 'cli', args: { i }, startedAt: new Date().toISOString(), durationMs: 1, ok: true, bytesOut: 2 });
     for (let i = 0; i < AUDIT_BUFFER_MAX + 5; i++) engine.runs.record(run(i));
-    await until('the failure to be reported', () => notices, (n) => n.some((m) => m.includes('could not be recorded yet')));
+    await untilValue('the failure to be reported', () => notices, (n) => n.some((m) => m.includes('could not be recorded yet')));
     expect(engine.runs.unwritten).toBe(AUDIT_BUFFER_MAX);
     expect(engine.runs.dropped).toBe(5);
     expect(notices).toContain(`the runs waiting to be recorded in ${join(dataDir, DATABASE_FILE)} fill the buffer (${AUDIT_BUFFER_MAX}): the oldest are being dropped`);
@@ -121,7 +112,7 @@ describe.skipIf(cannotMount !== undefined)(`a full disk (skipped unless a tmpfs 
     expect(runIds(dataDir)).toEqual([]);
 
     disk.unfill();
-    const ids = await until('the buffered runs to land', () => runIds(dataDir), (r) => r.length > 0);
+    const ids = await untilValue('the buffered runs to land', () => runIds(dataDir), (r) => r.length > 0);
     expect(ids).toEqual(Array.from({ length: AUDIT_BUFFER_MAX }, (_, i) => `run-${i + 5}`));
     expect(notices.at(-1)).toBe(`recorded ${AUDIT_BUFFER_MAX} run(s) that had waited to be written to ${join(dataDir, DATABASE_FILE)}; 5 older run(s) were dropped (at most ${AUDIT_BUFFER_MAX} wait in memory)`);
     expect(engine.runs.dropped).toBe(0);

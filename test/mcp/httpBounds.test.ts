@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from '../../src-main/engine/mcp/httpLimits.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
-import { exchange, headers2026, heldVendor, INIT_2025, messagesOf, open, request2026, socketTo, until, type Exchange } from '../support/rawHttp.ts';
+import { exchange, headers2026, heldVendor, INIT_2025, messagesOf, open, request2026, socketTo, type Exchange } from '../support/rawHttp.ts';
+import { until } from '../support/wait.ts';
 
 const engine = testEngine();
 const token = 'bounds-token-0123456789';

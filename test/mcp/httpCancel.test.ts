@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
-import { exchange, heldVendor, INIT_2025, messagesOf, open, until, type Exchange } from '../support/rawHttp.ts';
+import { exchange, heldVendor, INIT_2025, messagesOf, open, type Exchange } from '../support/rawHttp.ts';
+import { until } from '../support/wait.ts';
 
 const engine = testEngine();
 const token = 'cancel-token-0123456789';

@@ -1,7 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { privateKeyring } from '../support/keyring.ts';
 
 /**
  * Tests use a real OS keychain. On Linux that is a Secret Service: this starts a private D-Bus
@@ -12,51 +10,25 @@ import { join } from 'node:path';
 export default async function setup(): Promise<() => void> {
   process.env.CALLABLE_KEYCHAIN_SERVICE = `Callable Studio Test ${process.pid}`;
   if (process.platform !== 'linux') return () => {};
-  for (const tool of ['dbus-daemon', 'gnome-keyring-daemon']) {
+  for (const tool of ['dbus-daemon', 'gnome-keyring-daemon', 'gdbus']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) {
-      throw new Error(`the tests need a real Secret Service: install ${tool} (Debian: apt-get install dbus gnome-keyring); .ci/run does this`);
+      throw new Error(`the tests need a real Secret Service: install ${tool} (Debian: apt-get install dbus gnome-keyring libglib2.0-bin); .ci/run does this`);
     }
   }
-  const home = mkdtempSync(join(tmpdir(), 'callable-keyring-'));
-  const children: ChildProcess[] = [];
-  const stop = (): void => {
-    for (const child of children.reverse()) child.kill();
-    rmSync(home, { recursive: true, force: true });
-  };
-  // A bus without service activation: otherwise the first probe can make D-Bus start a second,
-  // locked gnome-keyring before ours has registered, and the probe fails.
-  const config = join(home, 'session.conf');
-  writeFileSync(
-    config,
-    `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><type>session</type><listen>unix:dir=${home}</listen><auth>EXTERNAL</auth>
-<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>`,
-  );
+  const keyring = await privateKeyring();
   try {
-    return await start(home, config, children, stop);
+    const { DBUS_SESSION_BUS_ADDRESS, XDG_DATA_HOME, XDG_RUNTIME_DIR } = keyring.env;
+    Object.assign(process.env, { DBUS_SESSION_BUS_ADDRESS, XDG_DATA_HOME, XDG_RUNTIME_DIR });
+    await keychainAnswers();
+    return keyring.stop;
   } catch (error) {
-    stop();
+    keyring.stop();
     throw error;
   }
 }
 
-async function start(home: string, config: string, children: ChildProcess[], stop: () => void): Promise<() => void> {
-  const dbus = spawn('dbus-daemon', [`--config-file=${config}`, '--nofork', '--nopidfile', '--print-address=1'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  children.push(dbus);
-  const address = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    dbus.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n')) resolve(out.trim());
-    });
-    dbus.on('exit', (code) => reject(new Error(`dbus-daemon exited (${code})`)));
-  });
-  const env = { ...process.env, DBUS_SESSION_BUS_ADDRESS: address, XDG_DATA_HOME: join(home, 'data'), XDG_RUNTIME_DIR: home };
-  const keyring = spawn('gnome-keyring-daemon', ['--foreground', '--unlock', '--components=secrets'], { env, stdio: ['pipe', 'ignore', 'ignore'] });
-  children.push(keyring);
-  keyring.stdin!.end('callable-test-keyring');
-  Object.assign(process.env, { DBUS_SESSION_BUS_ADDRESS: address, XDG_DATA_HOME: env.XDG_DATA_HOME, XDG_RUNTIME_DIR: home });
-
+/** Resolves once the Secret Service answers a real write and read through the keychain library. */
+async function keychainAnswers(): Promise<void> {
   // Wait until the Secret Service answers a real write and read. Each probe runs in a fresh
   // process: the keychain library keeps its first connection (and its failure) per process.
   const probe = `const { AsyncEntry } = require('@napi-rs/keyring');
@@ -69,6 +41,4 @@ async function start(home: string, config: string, children: ChildProcess[], sto
     if (lastError) await new Promise((resolve) => setTimeout(resolve, 100));
   }
   if (lastError) throw new Error(`the test keyring did not come up: ${String(lastError)}`);
-
-  return stop;
 }

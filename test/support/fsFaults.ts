@@ -31,9 +31,29 @@ function probeMounts(): string | undefined {
 /** The reason mount-based tests skip, or undefined when they can run (root with mount and chattr). */
 export const cannotMount: string | undefined = probeMounts();
 
+/** Why `immutable()` cannot work here (no chattr, or a filesystem without the flag), or undefined when it can. */
+function probeImmutable(): string | undefined {
+  const dir = mkdtempSync(join(tmpdir(), 'callable-chattr-probe-'));
+  try {
+    const set = sh('chattr', ['+i', dir]);
+    if (!set.ok) return `chattr +i failed: ${set.output}`;
+    sh('chattr', ['-i', dir]);
+    return undefined;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The reason tests of immutable files skip, or undefined when they can run. */
+export const cannotMakeImmutable: string | undefined = probeImmutable();
+
 const undo: Array<() => void> = [];
 
-function undoAll(): void {
+/**
+ * Undoes what this module did (mounts, chattr +i). It runs after each test by itself; a test file whose
+ * own cleanup removes folders this module marked registers it again after that cleanup, so it runs first.
+ */
+export function undoFaults(): void {
   for (const step of undo.splice(0).reverse()) {
     try {
       step();
@@ -43,8 +63,8 @@ function undoAll(): void {
   }
 }
 
-afterEach(undoAll);
-process.on('exit', undoAll);
+afterEach(undoFaults);
+process.on('exit', undoFaults);
 
 function must(command: string, args: string[]): void {
   const r = sh(command, args);

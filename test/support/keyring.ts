@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * A second private Secret Service (its own D-Bus session and gnome-keyring), beside the one
- * test/setup/keychain.ts starts for the whole run, for tests that lock, stop or break a keyring:
- * what they do to it never reaches the other tests. Only processes started with `env` see it (the
+ * A private Secret Service (its own D-Bus session and gnome-keyring, unlocked). test/setup/keychain.ts
+ * starts one for the whole run; tests that lock, stop or break a keyring start a second one, so what
+ * they do to it never reaches the other tests. Only processes started with `env` see it (the
  * keychain library keeps one bus connection per process, so tests drive it through child processes).
  */
 export interface PrivateKeyring {

@@ -91,14 +91,6 @@ export function socketTo(port: number): Promise<{ socket: Socket; received: () =
 }
 
 /** Resolves when the condition holds, polling; fails with `what` after `ms`. */
-export async function until(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /**
  * A vendor that holds every request until `release()` (which answers those held so far): the
  * functions that call it are slow tool calls for as long as the test wants. Counts requests whose connection the caller closed.

@@ -1,0 +1,22 @@
+// Waiting in tests for something another process or the event loop will do: polled, bounded, and
+// a timeout says what was awaited.
+
+/** Resolves once `condition()` is true; rejects after `ms` naming `what`. */
+export async function until(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Resolves with `read()` once `ok` holds for it; the timeout error shows the last value read. */
+export async function untilValue<T>(what: string, read: () => T, ok: (value: T) => boolean, ms = 10_000): Promise<T> {
+  let value = read();
+  try {
+    await until(() => ok((value = read())), what, ms);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; last: ${JSON.stringify(value)}`);
+  }
+  return value;
+}
