@@ -2,17 +2,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from '../../src-main/engine/mcp/httpLimits.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
-import { exchange, headers2026, heldVendor, INIT_2025, messagesOf, open, request2026, socketTo, type Exchange } from '../support/rawHttp.ts';
+import { exchange, headers2026, heldVendor, INIT_2025, mcpHeaders, messagesOf, open, request2026, socketTo, type Exchange } from '../support/rawHttp.ts';
 import { until } from '../support/wait.ts';
 
 const engine = testEngine();
 const token = 'bounds-token-0123456789';
-const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  authorization: `Bearer ${token}`,
-  ...extra,
-});
+const headers = (extra: Record<string, string> = {}): Record<string, string> => mcpHeaders(token, extra);
 /** A whole POST /mcp as bytes for a bare socket. */
 const rawPost = (port: number, body: string, extra: Record<string, string> = {}): string =>
   `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n` +

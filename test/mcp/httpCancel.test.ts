@@ -1,17 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
-import { exchange, heldVendor, INIT_2025, messagesOf, open, type Exchange } from '../support/rawHttp.ts';
+import { exchange, heldVendor, INIT_2025, mcpHeaders, messagesOf, open, type Exchange } from '../support/rawHttp.ts';
 import { until } from '../support/wait.ts';
 
 const engine = testEngine();
 const token = 'cancel-token-0123456789';
-const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  authorization: `Bearer ${token}`,
-  ...extra,
-});
+const headers = (extra: Record<string, string> = {}): Record<string, string> => mcpHeaders(token, extra);
 
 let vendor: Awaited<ReturnType<typeof heldVendor>>;
 let server: RunningHttpServer;

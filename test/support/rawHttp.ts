@@ -3,6 +3,11 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { vendorServer } from './vendor.ts';
 
 /** A 2025-11-25 initialize body. */
+/** The headers of an authorized MCP POST (JSON body, JSON or SSE answer), plus `extra`. */
+export function mcpHeaders(token: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, ...extra };
+}
+
 export const INIT_2025 = JSON.stringify({
   jsonrpc: '2.0',
   id: 1,
