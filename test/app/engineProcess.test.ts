@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { resolveNodeRuntime } from '../../src-main/app/nodeRuntime.ts';
 import { decodeMessage, encodeMessage, EngineToMainSchema, MAX_MESSAGE_CHARS, MainToEngineSchema } from '../../src-main/studio/protocol.ts';
 import type { EngineStatus } from '../../src-preload/contract.ts';
 import { REPO } from '../support/callable.ts';
+import { alive } from '../support/wait.ts';
 
 const ENTRY = join(REPO, 'src-main/studio/main.ts');
 const THIS_NODE = { ok: true as const, path: process.execPath, version: process.versions.node };
@@ -21,17 +22,6 @@ function tempDir(prefix: string): string {
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
-
-/** Whether a process still runs (a zombie waiting for a parent that does not reap it counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  const stat = `/proc/${pid}/stat`;
-  return !(existsSync(stat) && /^\d+ \(.*\) Z/.test(readFileSync(stat, 'utf8')));
-}
 
 describe('the bridge relayed to a real engine process', () => {
   const statuses: EngineStatus[] = [];

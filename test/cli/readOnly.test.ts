@@ -7,6 +7,7 @@ import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
 import { cannotMount, faultDir, immutable, readOnlyView } from '../support/fsFaults.ts';
 import { until } from '../support/wait.ts';
+import { folderWithEcho } from '../support/engine.ts';
 
 // A read-only data folder or database, made so for real: `chattr +i` (root ignores chmod) or a
 // read-only bind mount. Every command, servers included, refuses at start with one line that names
@@ -16,15 +17,8 @@ const ENV = { ...process.env, CALLABLE_SECRETS: 'env' };
 const RAW = /SQLITE_|SqliteError|unable to open database file|internal error|\n\s+at /;
 
 /** A data folder holding the function `echo`, closed cleanly (no -wal or -shm left). */
-async function dataFolder(): Promise<string> {
-  const dir = faultDir('callable-readonly-');
-  const engine = createEngine({ dataDir: dir, secrets: new MemorySecretStore() });
-  try {
-    await engine.saveFunction({ spec: { name: 'echo' }, source: 'export default ({ text }) => ({ echo: text })' });
-  } finally {
-    engine.close();
-  }
-  return dir;
+function dataFolder(): Promise<string> {
+  return folderWithEcho(faultDir('callable-readonly-'));
 }
 
 /** The commands tried on each read-only folder: readers and writers alike. */

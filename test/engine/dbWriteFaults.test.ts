@@ -10,6 +10,7 @@ import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { holdWriteLock } from '../support/fsFaults.ts';
 import { scratch } from '../support/scratch.ts';
 import { untilValue } from '../support/wait.ts';
+import { folderWithEcho } from '../support/engine.ts';
 
 // The write path under faults, with real processes on a real SQLite file: another process holding
 // the write lock must not freeze a running server (its audit writes wait off the event loop), and a
@@ -23,15 +24,8 @@ afterEach(async () => {
 });
 
 /** A data folder holding the function `echo`. */
-async function dataFolder(): Promise<string> {
-  const dir = made.dir('callable-dbwrite-');
-  const engine = createEngine({ dataDir: dir, secrets: new MemorySecretStore() });
-  try {
-    await engine.saveFunction({ spec: { name: 'echo' }, source: 'export default ({ text }) => ({ echo: text })' });
-  } finally {
-    engine.close();
-  }
-  return dir;
+function dataFolder(): Promise<string> {
+  return folderWithEcho(made.dir('callable-dbwrite-'));
 }
 
 interface Server {

@@ -9,6 +9,7 @@ import { cli } from '../support/cli.ts';
 import { kernelKeys, privateKeyring, type PrivateKeyring } from '../support/keyring.ts';
 import { scratch } from '../support/scratch.ts';
 import { vendorServer } from '../support/vendor.ts';
+import { alive } from '../support/wait.ts';
 
 // A keychain that is missing, locked, stopped or wedged, provoked for real: a private D-Bus and
 // gnome-keyring per case (test/support/keyring.ts), locked over D-Bus, stopped with SIGSTOP.
@@ -210,11 +211,3 @@ describe('a deleted secret and a missing keychain are told apart', () => {
   });
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

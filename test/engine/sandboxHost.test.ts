@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, type Engine, type EngineOptions } from '../../src-main/engine/index.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { vendorServer } from '../support/vendor.ts';
+import { alive } from '../support/wait.ts';
 
 // Isolates live in sandbox host processes: plain Node processes that hold no database and no
 // secret. These tests provoke the faults for real (a signal, a memory bomb, a builtin that ignores
@@ -34,15 +35,6 @@ async function eventually<T>(probe: () => T | undefined, what: string, ms = 5000
     if (value !== undefined && value !== false) return value;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

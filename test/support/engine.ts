@@ -24,3 +24,14 @@ export async function defineFunction(engine: Engine, spec: FunctionSpecInput, so
   for (const credential of record.credentials) engine.credentials.grant(credential, record.name);
   return record;
 }
+
+/** Makes `dir` a data folder holding one function, `echo` ({ text } → { echo: text }); returns `dir`. */
+export async function folderWithEcho(dir: string): Promise<string> {
+  const engine = createEngine({ dataDir: dir, secrets: new MemorySecretStore() });
+  try {
+    await engine.saveFunction({ spec: { name: 'echo' }, source: 'export default ({ text }) => ({ echo: text })' });
+  } finally {
+    engine.close();
+  }
+  return dir;
+}

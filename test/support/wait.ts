@@ -1,6 +1,8 @@
 // Waiting in tests for something another process or the event loop will do: polled, bounded, and
 // a timeout says what was awaited.
 
+import { existsSync, readFileSync } from 'node:fs';
+
 /** Resolves once `condition()` is true; rejects after `ms` naming `what`. */
 export async function until(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
   const end = Date.now() + ms;
@@ -19,4 +21,15 @@ export async function untilValue<T>(what: string, read: () => T, ok: (value: T) 
     throw new Error(`${(error as Error).message}; last: ${JSON.stringify(value)}`);
   }
   return value;
+}
+
+/** Whether a process still runs (a zombie waiting for a parent that does not reap it counts as gone). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  const stat = `/proc/${pid}/stat`;
+  return !(existsSync(stat) && /^\d+ \(.*\) Z/.test(readFileSync(stat, 'utf8')));
 }
