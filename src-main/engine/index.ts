@@ -329,13 +329,24 @@ export class Engine {
       }
     }
     const token = randomBytes(24).toString('base64url');
-    // Checked first (a lock held past the busy timeout, a schema moved by another version, a full
-    // disk): a token is only replaced in the keychain when the servers can be told.
+    // Checked first (a lock held past the busy timeout, a schema moved by another version): a token
+    // is only replaced in the keychain when the servers can be told. A full disk passes this empty
+    // transaction and fails the write below.
     writeTransaction(this.#db, () => undefined);
+    /** The token the running servers use: put back if they cannot be told of the new one (undefined: none). */
+    const previous = options.regenerate ? await this.#secrets.get({ kind: 'mcp-token' }) : undefined;
     await this.#secrets.set({ kind: 'mcp-token' }, token);
-    writeTransaction(this.#db, () =>
-      this.#db.prepare("INSERT INTO settings (key, value) VALUES ('mcp_token_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run(),
-    );
+    try {
+      writeTransaction(this.#db, () =>
+        this.#db.prepare("INSERT INTO settings (key, value) VALUES ('mcp_token_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run(),
+      );
+    } catch (error) {
+      // The write failed after the check (the disk filled, another process took the lock): the
+      // keychain goes back to the token the servers know, or to none.
+      await (previous === undefined ? this.#secrets.delete({ kind: 'mcp-token' }) : this.#secrets.set({ kind: 'mcp-token' }, previous)).catch(() => {});
+      if (error instanceof StudioError) throw new StudioError(error.code, `${error.message}; the token was not changed`, error.details);
+      throw error;
+    }
     this.#mcpTokenSeen = { version: version(), token };
     return token;
   }

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, StudioError, type Engine } from '../../src-main/engine/index.ts';
 import { BUSY_TIMEOUT_MS, DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
+import { holdWriteLock as holdLock } from '../support/fsFaults.ts';
 import { scratch } from '../support/scratch.ts';
 
 // Real processes on a real SQLite file: another process holding the write lock makes a write wait
@@ -23,56 +24,9 @@ function openEngine(dataDir: string): Engine {
   return engine;
 }
 
-/**
- * Another process, with better-sqlite3 and nothing of ours, takes the write lock (BEGIN IMMEDIATE
- * and a write) and holds it for `holdMs`, or until told "release" on stdin.
- */
-const HOLDER = `
-const Database = require('better-sqlite3');
-const db = new Database(process.env.LOCK_DB);
-db.exec('BEGIN IMMEDIATE');
-db.prepare("INSERT OR REPLACE INTO settings (key, value) VALUES ('lock_test', ?)").run(String(Date.now()));
-process.stdout.write('locked\\n');
-const release = () => { if (!db.inTransaction) return; db.exec('COMMIT'); db.close(); process.stdout.write('released ' + Date.now() + '\\n'); process.exit(0); };
-setTimeout(release, Number(process.env.LOCK_HOLD_MS));
-process.stdin.on('data', release);
-`;
-
-interface Holder {
-  /** When it let go (Date.now() in the holder). */
-  released: Promise<number>;
-  release: () => void;
-}
-
-async function holdWriteLock(dataDir: string, holdMs: number): Promise<Holder> {
-  const child = spawn(process.execPath, ['-e', HOLDER], {
-    cwd: REPO,
-    env: { ...process.env, LOCK_DB: join(dataDir, DATABASE_FILE), LOCK_HOLD_MS: String(holdMs) },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  made.child(child);
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const output = (pattern: RegExp): Promise<RegExpExecArray> =>
-    new Promise((resolve, reject) => {
-      const check = (): void => {
-        const m = pattern.exec(out);
-        if (m) resolve(m);
-      };
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        check();
-      });
-      child.on('exit', (code) => {
-        check();
-        reject(new Error(`the lock holder exited (${code}) before ${pattern}:\n${out}${err}`));
-      });
-    });
-  const released = output(/released (\d+)/).then((m) => Number(m[1]));
-  released.catch(() => {});
-  await output(/locked/);
-  return { released, release: () => child.stdin!.end('release\n') };
+/** Another process holding the write lock of `dataDir`'s database (fsFaults holdWriteLock). */
+function holdWriteLock(dataDir: string, holdMs: number): ReturnType<typeof holdLock> {
+  return holdLock(join(dataDir, DATABASE_FILE), holdMs, REPO);
 }
 
 function callable(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; exitedAt: number }> {

@@ -4,9 +4,10 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, MemorySecretStore, StudioError, type RunRecord } from '../../src-main/engine/index.ts';
-import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
+import { createEngine, KeychainSecretStore, MemorySecretStore, StudioError, type RunRecord } from '../../src-main/engine/index.ts';
+import { BUSY_TIMEOUT_MS, busyError, DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
+import { cli } from '../support/cli.ts';
 import { holdWriteLock } from '../support/fsFaults.ts';
 import { scratch } from '../support/scratch.ts';
 import { untilValue } from '../support/wait.ts';
@@ -95,6 +96,32 @@ describe('another process holding the write lock while a server runs', () => {
   }, 60_000);
 });
 
+describe('another process holding the write lock while the token is regenerated', () => {
+  it('callable token --regenerate waits the busy timeout, says the database is busy, and leaves the keychain holding the old token', async () => {
+    const dataDir = await dataFolder();
+    const first = await cli(['token', '--data-dir', dataDir]);
+    expect(first.code, first.stderr).toBe(0);
+    const token = first.stdout.trim();
+    const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
+    const account = `${engine.installId}:mcp:http-token`;
+    engine.close();
+    const keychain = new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!);
+    try {
+      const holder = await holdWriteLock(join(dataDir, DATABASE_FILE), BUSY_TIMEOUT_MS + 2000, REPO);
+      const result = await cli(['token', '--regenerate', '--data-dir', dataDir]);
+      expect(result.stderr.trim().split('\n')).toEqual([`callable token: ${busyError(join(dataDir, DATABASE_FILE)).message}`]);
+      expect(result.stdout).toBe('');
+      expect(result.code).toBe(1);
+      expect(await keychain.get(account)).toBe(token);
+      await holder.released;
+      expect((await cli(['token', '--data-dir', dataDir])).stdout.trim()).toBe(token);
+    } finally {
+      await keychain.delete(account).catch(() => {});
+      keychain.dispose?.();
+    }
+  }, 60_000);
+});
+
 describe('another version changing the schema under a running server', () => {
   it('the next call is refused with a clear message, on stderr too, and no row of the old shape is written', async () => {
     const dataDir = await dataFolder();
@@ -132,6 +159,7 @@ describe('another version changing the schema under a running server', () => {
       other.pragma(`user_version = ${(other.pragma('user_version', { simple: true }) as number) + 1}`);
       other.close();
       await expect(engine.mcpToken({ regenerate: true })).rejects.toMatchObject({ code: 'schema_changed', message: expect.stringMatching(/was changed by another version of Callable Studio/) });
+      expect(await secrets.get(`${engine.installId}:mcp:http-token`)).toBe(token);
       expect(await engine.mcpToken()).toBe(token);
     } finally {
       engine.database.close();

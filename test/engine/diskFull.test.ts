@@ -149,18 +149,29 @@ describe.skipIf(cannotMount !== undefined)(`a full disk (skipped unless a tmpfs 
     expect(result.code).toBe(1);
   }, 60_000);
 
-  it('credentials set with a secret on a full disk leaves no secret in the keychain, new or replaced', async () => {
-    const { disk, dataDir } = await dataOnSmallDisk();
-    const keychain = new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!);
-    // Another process keeps the database open, so opening it needs no new space: the save itself fails.
+  /**
+   * The test keychain and the folder's keychain accounts (`<installId>:<key>`), while another engine
+   * keeps the database open, so opening it needs no new space: a command's own write is what fails.
+   * `fill()` checkpoints and fills the disk.
+   */
+  function keptOpen(disk: SmallDisk, dataDir: string): { keychain: KeychainSecretStore; account: (key: string) => string; fill: () => void } {
     const other = createEngine({ dataDir, secrets: new MemorySecretStore() });
     engines.push(other);
-    const account = (name: string): string => `${other.installId}:credential:${name}`;
+    const fill = (): void => {
+      other.database.pragma('wal_checkpoint(TRUNCATE)');
+      disk.fill();
+    };
+    return { keychain: new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!), account: (key) => `${other.installId}:${key}`, fill };
+  }
+
+  it('credentials set with a secret on a full disk leaves no secret in the keychain, new or replaced', async () => {
+    const { disk, dataDir } = await dataOnSmallDisk();
+    const { keychain, account: accountOf, fill } = keptOpen(disk, dataDir);
+    const account = (name: string): string => accountOf(`credential:${name}`);
     // A credential saved while there was room: its secret must survive a refused replacement.
     const saved = await cli(['credentials', 'set', 'kept', '--host', 'api.example.com', '--data-dir', dataDir], { stdin: 'first-secret' });
     expect(saved.code).toBe(0);
-    other.database.pragma('wal_checkpoint(TRUNCATE)');
-    disk.fill();
+    fill();
     try {
       for (const [name, secret] of [['fresh', 'never-kept'], ['kept', 'second-secret']] as const) {
         const result = await cli(['credentials', 'set', name, '--host', 'api.example.com', '--data-dir', dataDir], { stdin: secret });
@@ -172,6 +183,29 @@ describe.skipIf(cannotMount !== undefined)(`a full disk (skipped unless a tmpfs 
     } finally {
       disk.unfill();
       await keychain.delete(account('kept')).catch(() => {});
+      keychain.dispose?.();
+    }
+  }, 60_000);
+
+  it('callable token --regenerate on a full disk keeps the token the running servers know in the keychain', async () => {
+    const { disk, dataDir } = await dataOnSmallDisk();
+    const { keychain, account: accountOf, fill } = keptOpen(disk, dataDir);
+    const account = accountOf('mcp:http-token');
+    const first = await cli(['token', '--data-dir', dataDir]);
+    expect(first.code, first.stderr).toBe(0);
+    const token = first.stdout.trim();
+    expect(await keychain.get(account)).toBe(token);
+    fill();
+    try {
+      const result = await cli(['token', '--regenerate', '--data-dir', dataDir]);
+      expect(result.stderr.trim().split('\n')).toEqual([`callable token: ${fullLine(dataDir)}; the token was not changed`]);
+      expect(result.stdout).toBe('');
+      expect(result.code).toBe(1);
+      expect(await keychain.get(account)).toBe(token);
+      expect((await cli(['token', '--data-dir', dataDir])).stdout.trim()).toBe(token);
+    } finally {
+      disk.unfill();
+      await keychain.delete(account).catch(() => {});
       keychain.dispose?.();
     }
   }, 60_000);

@@ -51,6 +51,13 @@ async function prepared(env: NodeJS.ProcessEnv, timeoutMs = 15_000): Promise<str
   return data;
 }
 
+/** A private D-Bus and gnome-keyring (stop it after) holding the secret of a data folder `prepared` in it. */
+async function keyringWithVault(timeoutMs?: number): Promise<{ keyring: PrivateKeyring; env: NodeJS.ProcessEnv; data: string }> {
+  const keyring = await privateKeyring();
+  const env = { ...keyring.env, CALLABLE_KEYCHAIN_SERVICE: service };
+  return { keyring, env, data: await prepared(env, timeoutMs) };
+}
+
 describe.runIf(process.platform === 'linux' && existsSync('/proc/keys'))('no Secret Service, only the kernel session keyring (an SSH login)', () => {
   it('"credentials set" refuses, says why and what to do instead, saves nothing and leaves the secret nowhere', async () => {
     const data = s.dir('callable-faults-');
@@ -75,9 +82,7 @@ describe('a locked keychain', () => {
   let data: string;
 
   beforeAll(async () => {
-    keyring = await privateKeyring();
-    env = { ...keyring.env, CALLABLE_KEYCHAIN_SERVICE: service };
-    data = await prepared(env);
+    ({ keyring, env, data } = await keyringWithVault());
     keyring.lock();
   });
   afterAll(() => keyring.stop());
@@ -113,11 +118,7 @@ describe('a keychain that does not answer', () => {
   let env: NodeJS.ProcessEnv;
   let data: string;
 
-  beforeAll(async () => {
-    keyring = await privateKeyring();
-    env = { ...keyring.env, CALLABLE_KEYCHAIN_SERVICE: service };
-    data = await prepared(env, 1000);
-  });
+  beforeAll(async () => ({ keyring, env, data } = await keyringWithVault(1000)));
   afterAll(() => keyring.stop());
 
   it('a stopped Secret Service: the call fails as "not answering" while the event loop keeps turning', async () => {

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from '../../src-main/engine/mcp/httpLimits.ts';
-import { defineFunction, testEngine } from '../support/engine.ts';
-import { exchange, headers2026, heldVendor, INIT_2025, mcpHeaders, messagesOf, open, request2026, socketTo, type Exchange } from '../support/rawHttp.ts';
+import { testEngine, waitVendorFunction } from '../support/engine.ts';
+import { exchange, headers2026, INIT_2025, mcpHeaders, messagesOf, open, request2026, socketTo, type Exchange } from '../support/rawHttp.ts';
 import { until } from '../support/wait.ts';
 
 const engine = testEngine();
@@ -18,7 +18,7 @@ const rawPost = (port: number, body: string, extra: Record<string, string> = {})
 /** Headers of a 2026-07-28 request. */
 const modern = (method = 'tools/list', name?: string): Record<string, string> => headers(headers2026(method, name));
 
-let vendor: Awaited<ReturnType<typeof heldVendor>>;
+let vendor: Awaited<ReturnType<typeof waitVendorFunction>>;
 const servers: RunningHttpServer[] = [];
 async function serve(limits: Partial<HttpLimits> = {}): Promise<RunningHttpServer> {
   const server = await startMcpHttpServer(engine, { host: '127.0.0.1', port: 0, token, diagnostic: () => {}, limits });
@@ -33,12 +33,7 @@ afterEach(async () => {
 });
 
 beforeAll(async () => {
-  vendor = await heldVendor();
-  await defineFunction(
-    engine,
-    { name: 'wait_vendor', description: 'Waits for the held vendor', allowedHosts: [`127.0.0.1:${vendor.port}`], timeoutMs: 60_000, inputSchema: { type: 'object', properties: { tag: { type: 'string' } } } },
-    `export default async ({ tag = 'x' }, ctx) => (await ctx.fetch('http://127.0.0.1:${vendor.port}/' + tag)).text()`,
-  );
+  vendor = await waitVendorFunction(engine);
 });
 afterAll(() => vendor?.release());
 

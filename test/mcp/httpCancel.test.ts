@@ -1,24 +1,19 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
-import { defineFunction, testEngine } from '../support/engine.ts';
-import { exchange, heldVendor, INIT_2025, mcpHeaders, messagesOf, open, type Exchange } from '../support/rawHttp.ts';
+import { testEngine, waitVendorFunction } from '../support/engine.ts';
+import { exchange, INIT_2025, mcpHeaders, messagesOf, open, type Exchange } from '../support/rawHttp.ts';
 import { until } from '../support/wait.ts';
 
 const engine = testEngine();
 const token = 'cancel-token-0123456789';
 const headers = (extra: Record<string, string> = {}): Record<string, string> => mcpHeaders(token, extra);
 
-let vendor: Awaited<ReturnType<typeof heldVendor>>;
+let vendor: Awaited<ReturnType<typeof waitVendorFunction>>;
 let server: RunningHttpServer;
 const pending: Exchange[] = [];
 
 beforeAll(async () => {
-  vendor = await heldVendor();
-  await defineFunction(
-    engine,
-    { name: 'wait_vendor', description: 'Waits for the held vendor', allowedHosts: [`127.0.0.1:${vendor.port}`], timeoutMs: 60_000, inputSchema: { type: 'object', properties: { tag: { type: 'string' } } } },
-    `export default async ({ tag = 'x' }, ctx) => (await ctx.fetch('http://127.0.0.1:${vendor.port}/' + tag)).text()`,
-  );
+  vendor = await waitVendorFunction(engine);
   // One call at a time: a slot a cancelled call failed to give back would block the next call.
   server = await startMcpHttpServer(engine, { host: '127.0.0.1', port: 0, token, diagnostic: () => {}, limits: { maxRunningCalls: 1, maxQueuedCalls: 4 } });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { createEngine, MemorySecretStore, type Engine, type EngineOptions, type FunctionSpecInput } from '../../src-main/engine/index.ts';
+import { heldVendor } from './rawHttp.ts';
 
 /** An engine on a fresh data folder, closed and removed after the file's tests. */
 export function testEngine(options: Partial<EngineOptions> = {}): Engine {
@@ -34,4 +35,18 @@ export async function folderWithEcho(dir: string): Promise<string> {
     engine.close();
   }
   return dir;
+}
+
+/**
+ * A held vendor (rawHttp heldVendor) and the function `wait_vendor` ({ tag } → the vendor's answer
+ * to GET /tag) on `engine`: a tool call that lasts until the test calls `release()`.
+ */
+export async function waitVendorFunction(engine: Engine): Promise<Awaited<ReturnType<typeof heldVendor>>> {
+  const vendor = await heldVendor();
+  await defineFunction(
+    engine,
+    { name: 'wait_vendor', description: 'Waits for the held vendor', allowedHosts: [`127.0.0.1:${vendor.port}`], timeoutMs: 60_000, inputSchema: { type: 'object', properties: { tag: { type: 'string' } } } },
+    `export default async ({ tag = 'x' }, ctx) => (await ctx.fetch('http://127.0.0.1:${vendor.port}/' + tag)).text()`,
+  );
+  return vendor;
 }

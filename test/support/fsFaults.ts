@@ -133,11 +133,11 @@ export function faultDir(prefix = 'callable-fault-'): string {
 
 /**
  * Another process (a plain `node` with better-sqlite3, nothing of ours) that takes the database's
- * write lock (BEGIN IMMEDIATE and a write) and holds it for `holdMs`. Resolves once it holds it;
- * `released` resolves with the time (Date.now()) it let go. Killed after the test if still running.
+ * write lock (BEGIN IMMEDIATE and a write) and holds it for `holdMs`, or until `release()`. Resolves
+ * once it holds it; `released` resolves with the time (Date.now()) it let go. Killed after the test if still running.
  */
-export async function holdWriteLock(dbFile: string, holdMs: number, cwd: string): Promise<{ released: Promise<number> }> {
-  const child = spawn(process.execPath, ['-e', LOCK_HOLDER], { cwd, env: { ...process.env, LOCK_DB: dbFile, LOCK_HOLD_MS: String(holdMs) }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function holdWriteLock(dbFile: string, holdMs: number, cwd: string): Promise<{ released: Promise<number>; release: () => void }> {
+  const child = spawn(process.execPath, ['-e', LOCK_HOLDER], { cwd, env: { ...process.env, LOCK_DB: dbFile, LOCK_HOLD_MS: String(holdMs) }, stdio: ['pipe', 'pipe', 'pipe'] });
   undo.push(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
   let out = '';
   let err = '';
@@ -160,7 +160,7 @@ export async function holdWriteLock(dbFile: string, holdMs: number, cwd: string)
   const released = seen(/released (\d+)/).then((m) => Number(m[1]));
   released.catch(() => {});
   await seen(/locked/);
-  return { released };
+  return { released, release: () => child.stdin.end('release\n') };
 }
 
 const LOCK_HOLDER = `
@@ -169,5 +169,7 @@ const db = new Database(process.env.LOCK_DB);
 db.exec('BEGIN IMMEDIATE');
 db.prepare("INSERT OR REPLACE INTO settings (key, value) VALUES ('lock_test', ?)").run(String(Date.now()));
 process.stdout.write('locked\\n');
-setTimeout(() => { db.exec('COMMIT'); db.close(); process.stdout.write('released ' + Date.now() + '\\n'); process.exit(0); }, Number(process.env.LOCK_HOLD_MS));
+const release = () => { if (!db.inTransaction) return; db.exec('COMMIT'); db.close(); process.stdout.write('released ' + Date.now() + '\\n'); process.exit(0); };
+setTimeout(release, Number(process.env.LOCK_HOLD_MS));
+process.stdin.on('data', release);
 `;
