@@ -45,6 +45,17 @@ export interface FunctionSummary {
   updatedAt: string;
 }
 
+/** A credential a function lists and has not been granted: nothing is sent until it is (`exists`: it has been added). */
+export interface UngrantedCredential {
+  name: string;
+  exists: boolean;
+}
+
+/** What a save answers: the saved function, and the credentials it asks for that it has not been granted. */
+export interface SavedFunction extends FunctionRecord {
+  ungranted: UngrantedCredential[];
+}
+
 export interface TemplateInfo {
   id: string;
   title: string;
@@ -69,12 +80,14 @@ export const contract = {
   'functions:list': method<FunctionSummary[]>()(None),
   'functions:get': method<FunctionRecord>()(ByName),
   /** Compiles and saves; a compile error comes back as `compile_error` with `details.problems` (line, column). */
-  'functions:save': method<FunctionRecord>()(z.object({ spec: FunctionSpecSchema, source: z.string().max(1_000_000) }).strict()),
+  'functions:save': method<SavedFunction>()(z.object({ spec: FunctionSpecSchema, source: z.string().max(1_000_000) }).strict()),
   'functions:create': method<FunctionRecord>()(z.object({ template: z.string().regex(/^[a-z0-9_]{1,64}$/), name: FunctionNameSchema }).strict()),
   'functions:rename': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
   'functions:duplicate': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
   /** Deletes; answers what was deleted so the renderer can offer undo (save it back). */
   'functions:delete': method<{ spec: FunctionRecord; source: string }>()(ByName),
+  /** The credentials the function lists and has not been granted (as `functions:save` answers them). */
+  'functions:ungranted': method<{ ungranted: UngrantedCredential[] }>()(ByName),
   'functions:setEnabled': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, enabled: z.boolean() }).strict()),
   'functions:revisions': method<RevisionRecord[]>()(ByName),
   'functions:restore': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, revision: z.number().int().positive() }).strict()),
@@ -109,6 +122,8 @@ export const contract = {
  * automatic backup. `at` is an ISO time.
  */
 export interface EngineNotice {
+  /** `info` when it says the engine recovered (runs that had waited were recorded). */
+  level: 'warning' | 'info';
   message: string;
   at: string;
 }

@@ -61,6 +61,12 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, platform: N
   return join(env.XDG_CONFIG_HOME ?? join(home, '.config'), PRODUCT_NAME);
 }
 
+/** A report of the engine's own about its data: `info` when it recovered (runs that had waited were recorded). */
+export interface EngineReport {
+  level: 'warning' | 'info';
+  message: string;
+}
+
 export interface EngineOptions {
   dataDir: string;
   /** Create the data folder if it is missing (the default); when false, a missing folder is a `not_found` error. */
@@ -72,6 +78,8 @@ export interface EngineOptions {
   resolver?: Resolver;
   /** Diagnostics (never stdout: it may carry MCP). */
   diagnostic?: (message: string) => void;
+  /** Hears the engine's reports about its data (runs not recorded yet or recorded late, a moved schema, a failed backup), also given to `diagnostic`. */
+  notice?: (notice: EngineReport) => void;
   /** Sandbox host processes: how many, and the most one may grow to. */
   sandbox?: Omit<SandboxOptions, 'diagnostic'>;
 }
@@ -99,6 +107,7 @@ export class Engine {
   #sandboxNow: Sandbox | undefined;
   readonly #sandboxOptions: EngineOptions['sandbox'];
   readonly #diagnostic: ((message: string) => void) | undefined;
+  readonly #notice: ((notice: EngineReport) => void) | undefined;
   readonly #schemas = new SchemaValidator();
   readonly #resolver: Resolver | undefined;
   readonly #interrupt = new AbortController();
@@ -113,16 +122,22 @@ export class Engine {
     this.#env = options.env ?? process.env;
     this.#secrets = new FolderSecrets(this.#db, options.secrets ?? secretStoreFromEnv(this.#env), this.#env);
     this.credentials = new CredentialService(this.#db, this.#secrets);
-    this.runs = new RunLedger(this.#db, (error) => this.#diagnostic?.(error.message));
+    this.runs = new RunLedger(this.#db, (notice) => this.#report({ level: notice.recovered ? 'info' : 'warning', message: notice.message }));
     this.profiles = new ProfileRepository(this.#db);
-    this.#upkeep = new Upkeep(this.#db, databaseFileOf(options.dataDir), { diagnostic: (m) => this.#diagnostic?.(m) });
+    this.#upkeep = new Upkeep(this.#db, databaseFileOf(options.dataDir), { diagnostic: (message) => this.#report({ level: 'warning', message }) });
     this.#resolver = options.resolver;
     this.#diagnostic = options.diagnostic;
+    this.#notice = options.notice;
     this.#sandboxOptions = options.sandbox;
   }
 
   get database(): Db {
     return this.#db;
+  }
+
+  #report(report: EngineReport): void {
+    this.#diagnostic?.(report.message);
+    this.#notice?.(report);
   }
 
   /** This data folder's id, kept in its database; part of every keychain account it uses. */

@@ -5,7 +5,7 @@
 //
 //   node --no-node-snapshot src-main/studio/main.ts [--data-dir DIR] [--mcp-port N]
 import { join } from 'node:path';
-import { createEngine, defaultDataDir, type Engine } from '../engine/index.ts';
+import { createEngine, defaultDataDir, type Engine, type EngineReport } from '../engine/index.ts';
 import { McpHttpHost } from '../engine/mcp/httpHost.ts';
 import { decodeMessage, encodeMessage, ENGINE_EVENT_NAMES, MainToEngineSchema, PROTOCOL_VERSION, type EngineToMain } from './protocol.ts';
 import { createStudioApi, type StudioApiServer } from './studioApi.ts';
@@ -15,12 +15,8 @@ const APP_ROOT = join(import.meta.dirname, '../..');
 const SHUTDOWN_GRACE_MS = 3_000;
 
 const diagnostic = (message: string): void => void process.stderr.write(`callable engine: ${message}\n`);
-const noticeListeners = new Set<(message: string) => void>();
-/** The engine's own reports (runs not recorded yet, a moved schema, a failed backup): on stderr, and to the window. */
-const engineDiagnostic = (message: string): void => {
-  diagnostic(message);
-  for (const listener of noticeListeners) listener(message);
-};
+/** Who hears the engine's reports about its data (runs not recorded yet, a moved schema, a failed backup): the window. They are on stderr too. */
+const noticeListeners = new Set<(report: EngineReport) => void>();
 const oneLine = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 1000);
 
 process.on('uncaughtException', (error) => {
@@ -66,7 +62,7 @@ interface Opened {
 
 function open(dataDir: string, mcpPort: number): Opened | { fatal: string } {
   try {
-    const engine = createEngine({ dataDir, diagnostic: engineDiagnostic });
+    const engine = createEngine({ dataDir, diagnostic, notice: (report) => noticeListeners.forEach((listener) => listener(report)) });
     const mcp = new McpHttpHost(engine, { port: mcpPort, diagnostic });
     const api = createStudioApi({ engine, mcp, resourcesDir: join(APP_ROOT, 'resources'), callableCommand: join(APP_ROOT, 'bin', 'callable.js'),
       diagnostic,

@@ -4,8 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf } from '../../src-preload/contract.ts';
-import { defaultDataDir, formatZodError, readTemplates, specOf, StudioError, toErrorInfo, type Engine, type ErrorInfo } from '../engine/index.ts';
+import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
+import { defaultDataDir, formatZodError, readTemplates, specOf, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo } from '../engine/index.ts';
 import type { McpHttpHost } from '../engine/mcp/httpHost.ts';
 
 export interface StudioHost {
@@ -16,8 +16,8 @@ export interface StudioHost {
   callableCommand: string;
   mcp: McpHttpHost;
   diagnostic: (message: string) => void;
-  /** Subscribes to the engine's own reports (its `diagnostic`), forwarded to the window as `engine:notice`. */
-  notices?: (listener: (message: string) => void) => () => void;
+  /** Subscribes to the engine's reports about its data (its `notice`), forwarded to the window as `engine:notice`. */
+  notices?: (listener: (report: EngineReport) => void) => () => void;
 }
 
 type Handlers = { [M in MethodName]: (request: z.output<(typeof contract)[M]['request']>) => Promise<ResponseOf<M>> | ResponseOf<M> };
@@ -33,6 +33,9 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
   const { engine } = host;
   const running = new Map<string, AbortController>();
   const templatesDir = join(host.resourcesDir, 'examples');
+  /** The credentials `fn` lists and has not been granted (what `callable import` and `new` print), and whether each exists yet. */
+  const ungrantedOf = (fn: { name: string; credentials: readonly string[] }): UngrantedCredential[] =>
+    engine.credentials.ungranted(fn).map((name) => ({ name, exists: engine.credentials.find(name) !== undefined }));
 
   const handlers: Handlers = {
     'functions:list': () =>
@@ -46,7 +49,11 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
         updatedAt: f.updatedAt,
       })),
     'functions:get': ({ name }) => engine.functions.get(name),
-    'functions:save': ({ spec, source }) => engine.saveFunction({ spec, source }),
+    'functions:save': async ({ spec, source }) => {
+      const record = await engine.saveFunction({ spec, source });
+      return { ...record, ungranted: ungrantedOf(record) };
+    },
+    'functions:ungranted': ({ name }) => ({ ungranted: ungrantedOf(engine.functions.get(name)) }),
     'functions:create': ({ template, name }) => engine.createFromTemplate(templatesDir, template, name),
     'functions:rename': ({ name, newName }) => engine.functions.rename(name, newName),
     'functions:duplicate': async ({ name, newName }) => {
@@ -120,7 +127,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
   let feedCursor = 0;
   const stopCatalog = engine.onCatalogChange(() => emit('catalog:changed', {}));
   const stopMcp = host.mcp.onStatus((status) => emit('mcp:status', status));
-  const stopNotices = host.notices?.((message) => emit('engine:notice', { message, at: new Date().toISOString() }));
+  const stopNotices = host.notices?.(({ level, message }) => emit('engine:notice', { level, message, at: new Date().toISOString() }));
 
   const ensureFeed = (): void => {
     if (feedTimer || (listeners.get('runs:feed')?.size ?? 0) === 0) return;

@@ -95,10 +95,10 @@ async function startEngine(dataDir: string, onStatus?: ConstructorParameters<typ
 
 /**
  * The real renderer in Debian's Chromium, with window.studio bound to a real engine process
- * (a temp data dir, the real keychain) through the relay Electron main uses.
+ * (a temp data dir, or `dataDir`, removed by close(); the real keychain) through the relay Electron main uses.
  */
-export async function openStudio(): Promise<Studio> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'callable-e2e-'));
+export async function openStudio(options: { dataDir?: string } = {}): Promise<Studio> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'callable-e2e-'));
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH`);
   const relay = await startEngine(dataDir);
   const renderer = await serveRenderer();

@@ -42,6 +42,8 @@ const BUSY_REPORT_MS = 5000;
 export interface AuditNotice {
   message: string;
   error?: StudioError | undefined;
+  /** Set when it says runs that had waited were recorded (a recovery, not a fault). */
+  recovered?: true;
 }
 
 /**
@@ -226,7 +228,7 @@ export class RunLedger {
   #landed(count: number): void {
     if (this.#failure || this.#busyReported || this.#dropped > 0) {
       const dropped = this.#dropped > 0 ? `; ${this.#dropped} older run(s) were dropped (at most ${AUDIT_BUFFER_MAX} wait in memory)` : '';
-      this.#notify({ message: `recorded ${count} run(s) that had waited to be written to ${this.#db.name}${dropped}` });
+      this.#notify({ message: `recorded ${count} run(s) that had waited to be written to ${this.#db.name}${dropped}`, recovered: true });
     }
     this.#failure = undefined;
     this.#reportedRuns = 0;

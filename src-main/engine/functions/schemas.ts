@@ -1,27 +1,73 @@
-import type { Ajv as AjvType, ErrorObject, ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { createRequire } from 'node:module';
 import { StudioError } from '../model/index.ts';
 
 const require = createRequire(import.meta.url);
 
+/** What both ajv builds (draft-07 and 2020-12) offer that is used here. */
+type AjvType = Pick<Ajv, 'compile'>;
+
+/** The JSON Schema dialects Callable Studio validates with: 2020-12 unless a schema's `$schema` says draft-07. */
+export type SchemaDialect = '2020-12' | 'draft-07';
+
+export const DIALECT_URIS: Record<SchemaDialect, string> = {
+  '2020-12': 'https://json-schema.org/draft/2020-12/schema',
+  'draft-07': 'http://json-schema.org/draft-07/schema#',
+};
+
+/** Dialects people declare that are refused by name (validating them by another dialect's rules would be wrong). */
+const REFUSED_DIALECTS: Record<string, string> = {
+  'json-schema.org/draft-03/schema': 'draft-03',
+  'json-schema.org/draft-04/schema': 'draft-04',
+  'json-schema.org/draft-06/schema': 'draft-06',
+  'json-schema.org/draft/2019-09/schema': '2019-09',
+};
+
+const SUPPORTED = `leave "$schema" out (2020-12, the default) or set it to "${DIALECT_URIS['2020-12']}" or "${DIALECT_URIS['draft-07']}"`;
+
 /**
- * JSON Schema validation for function arguments and results (ajv). Validators are compiled once
- * per distinct schema. Unknown keywords and formats are tolerated: schemas come from users and
- * from vendors' docs, and a schema that validates less is better than one that cannot be saved.
+ * Which dialect a schema declares with its root `$schema` (absent means 2020-12, as MCP 2025-11-25
+ * says). http and https and a trailing "#" are all accepted. Anything else is refused in one line.
+ */
+export function dialectOf(schema: object, what: string): SchemaDialect {
+  if (!Object.prototype.hasOwnProperty.call(schema, '$schema')) return '2020-12';
+  const declared = (schema as { $schema?: unknown }).$schema;
+  if (typeof declared !== 'string') throw new StudioError('bad_input', `${what}: "$schema" must be a string; ${SUPPORTED}`);
+  const key = declared.trim().replace(/^https?:\/\//, '').replace(/#$/, '');
+  if (key === 'json-schema.org/draft/2020-12/schema') return '2020-12';
+  if (key === 'json-schema.org/draft-07/schema') return 'draft-07';
+  const refused = REFUSED_DIALECTS[key];
+  if (refused) throw new StudioError('bad_input', `${what}: "$schema" is JSON Schema ${refused}, which Callable Studio does not validate; ${SUPPORTED}`);
+  throw new StudioError('bad_input', `${what}: "$schema" ${JSON.stringify(declared.slice(0, 200))} is not a JSON Schema dialect Callable Studio knows; ${SUPPORTED}`);
+}
+
+/**
+ * JSON Schema validation for function arguments and results (ajv). Schemas are JSON Schema 2020-12
+ * unless their `$schema` declares draft-07 (see dialectOf). Validators are compiled once per
+ * distinct schema. Unknown keywords and formats are tolerated: schemas come from users and from
+ * vendors' docs, and a schema that validates less is better than one that cannot be saved.
  */
 export class SchemaValidator {
-  #ajv: AjvType | undefined;
+  readonly #ajv = new Map<SchemaDialect, AjvType>();
   readonly #cache = new Map<string, ValidateFunction>();
   /** Schema objects of cached function records are stable: skip serializing them on every call. */
   readonly #byObject = new WeakMap<object, ValidateFunction>();
 
   /** Created on first use: a server that only lists tools never pays for ajv. */
-  #instance(): AjvType {
-    if (!this.#ajv) {
-      const { Ajv } = require('ajv') as typeof import('ajv');
-      this.#ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+  #instance(dialect: SchemaDialect): AjvType {
+    let ajv = this.#ajv.get(dialect);
+    if (!ajv) {
+      const options = { allErrors: true, strict: false, validateFormats: false };
+      if (dialect === '2020-12') {
+        const { Ajv2020 } = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
+        ajv = new Ajv2020(options);
+      } else {
+        const { Ajv: AjvDraft07 } = require('ajv') as typeof import('ajv');
+        ajv = new AjvDraft07(options);
+      }
+      this.#ajv.set(dialect, ajv);
     }
-    return this.#ajv;
+    return ajv;
   }
 
   compile(schema: object, what: string): ValidateFunction {
@@ -30,10 +76,20 @@ export class SchemaValidator {
     const key = JSON.stringify(schema);
     let validate = this.#cache.get(key);
     if (!validate) {
+      const dialect = dialectOf(schema, what);
+      // The dialect is chosen above, so ajv gets the schema without "$schema" (any spelling of it is fine).
+      const { $schema: _declared, ...rest } = schema as Record<string, unknown>;
       try {
-        validate = this.#instance().compile(schema);
+        validate = this.#instance(dialect).compile(rest);
       } catch (error) {
-        throw new StudioError('bad_input', `${what} is not a valid JSON Schema: ${(error as Error).message}`);
+        // ajv repeats a meta-schema problem once per branch it tried: each distinct one is said once.
+        const text = (error as Error).message.replace(/\s+/g, ' ');
+        const invalid = text.startsWith('schema is invalid: ') ? 'schema is invalid: ' : '';
+        const message = invalid + [...new Set(text.slice(invalid.length).split(', '))].join(', ');
+        const hint = Object.prototype.hasOwnProperty.call(schema, '$schema')
+          ? ''
+          : ` (a schema without "$schema" follows JSON Schema 2020-12; for draft-07 rules such as "items" as an array, add "$schema": "${DIALECT_URIS['draft-07']}")`;
+        throw new StudioError('bad_input', `${what} is not a valid JSON Schema ${dialect}: ${message}${hint}`);
       }
       if (this.#cache.size > 500) this.#cache.clear();
       this.#cache.set(key, validate);
@@ -57,6 +113,7 @@ export function formatAjvErrors(errors: ErrorObject[], root: string): string {
       const path = `${root}${e.instancePath.replace(/\//g, '.')}`;
       if (e.keyword === 'required') return `${path}.${(e.params as { missingProperty: string }).missingProperty} is required`;
       if (e.keyword === 'additionalProperties') return `${path} has an unexpected property "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+      if (e.keyword === 'unevaluatedProperties') return `${path} has an unexpected property "${(e.params as { unevaluatedProperty: string }).unevaluatedProperty}"`;
       if (e.keyword === 'enum') return `${path} must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
       return `${path} ${e.message ?? 'is invalid'}`;
     })

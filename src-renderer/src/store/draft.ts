@@ -1,4 +1,5 @@
 import { specOf, type FunctionRecord, type FunctionSpec } from '../../../src-preload/model.ts';
+import type { UngrantedCredential } from '../../../src-preload/contract.ts';
 import { asUiError, studio, type UiError } from '../api/studio.ts';
 import { refreshFunctions, setDirty, toast } from './app.ts';
 import { createStore } from './store.ts';
@@ -19,8 +20,8 @@ export interface DraftState {
   problems: Problem[];
   /** Any other save error (bad spec, keychain, …). */
   error: UiError | undefined;
-  /** Credentials the saved function lists that exist but have not been granted to it (nothing is sent until they are). */
-  ungranted: string[];
+  /** Credentials the saved function lists and has not been granted (nothing is sent until they are), as the engine answers them. */
+  ungranted: UngrantedCredential[];
 }
 
 export const draft = createStore<DraftState>({ record: undefined, source: '', spec: undefined, saving: false, problems: [], error: undefined, ungranted: [] });
@@ -42,12 +43,11 @@ export async function loadDraft(name: string): Promise<void> {
   setDirty(name, false);
 }
 
-/** The credentials `record` lists that exist and have not been granted to it (empty when they cannot be read). */
-export async function ungrantedOf(record: FunctionRecord): Promise<string[]> {
+/** The credentials `record` lists and has not been granted, as the engine sees them now (empty when they cannot be read). */
+export async function ungrantedOf(record: FunctionRecord): Promise<UngrantedCredential[]> {
   if (record.credentials.length === 0) return [];
   try {
-    const { credentials } = await studio.credentials.list({});
-    return credentials.filter((c) => record.credentials.includes(c.name) && !c.grantedTo.includes(record.name)).map((c) => c.name);
+    return (await studio.functions.ungranted({ name: record.name })).ungranted;
   } catch {
     return [];
   }
@@ -69,14 +69,13 @@ export async function saveDraft(): Promise<boolean> {
   if (!s.record || !s.spec || s.saving) return false;
   draft.set({ saving: true });
   try {
-    const record = await studio.functions.save({ spec: s.spec, source: s.source });
+    const { ungranted, ...record } = await studio.functions.save({ spec: s.spec, source: s.source });
     const now = draft.get();
     // Keep anything typed while the save was in flight.
-    const ungranted = await ungrantedOf(record);
     draft.set({ record, saving: false, problems: [], error: undefined, ungranted, ...(now.source === s.source ? {} : { source: now.source }) });
     markDirty();
     await refreshFunctions();
-    toast(`Saved ${record.name} (revision ${record.revision})${ungranted.length > 0 ? `; not granted: ${ungranted.join(', ')}` : ''}`);
+    toast(`Saved ${record.name} (revision ${record.revision})${ungranted.length > 0 ? `; not granted: ${ungranted.map((c) => c.name).join(', ')}` : ''}`);
     return true;
   } catch (error) {
     const e = asUiError(error);

@@ -75,11 +75,13 @@ export function EditorPane() {
         {ungranted.length > 0 && (
           <div className="ungranted" role="status" data-testid="ungranted">
             {ungranted.map((c) => (
-              <p key={c}>
-                {record.name} asks for credential {c}, which has not been granted to it: nothing is sent until you grant it.
+              <p key={c.name}>
+                {c.exists
+                  ? `${record.name} asks for credential ${c.name}, which has not been granted to it: nothing is sent until you grant it.`
+                  : `${record.name} asks for credential ${c.name}, which does not exist yet: add it, then grant it to ${record.name}; nothing is sent until then.`}
               </p>
             ))}
-            <button onClick={() => app.set({ page: 'credentials' })}>Grant on the Credentials page</button>
+            <button onClick={() => app.set({ page: 'credentials' })}>{ungranted.some((c) => c.exists) ? 'Grant on the Credentials page' : 'Add it on the Credentials page'}</button>
           </div>
         )}
         <div className="editor-toolbar row">

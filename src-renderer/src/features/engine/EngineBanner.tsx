@@ -20,7 +20,7 @@ export function EngineNotices() {
   return (
     <ul className="engine-notices" data-testid="engine-notices">
       {notices.map((notice) => (
-        <li key={`${notice.at} ${notice.message}`} role="status">
+        <li key={`${notice.at} ${notice.message}`} role="status" className={notice.level}>
           <time dateTime={notice.at}>{new Date(notice.at).toLocaleTimeString()}</time> {notice.message}
           <button onClick={() => dismissNotice(notice)} aria-label="Dismiss this notice" title="Dismiss">
             ×
