@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
+import { BoundedEventStore } from './eventStore.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, refuseBody } from './httpGuards.ts';
 import { CallGate, capConnections, DEFAULT_HTTP_LIMITS, RETRY_AFTER_SECONDS, type GateSlot, type HttpLimits } from './httpLimits.ts';
 import { originAllowed } from './httpOrigin.ts';
@@ -35,6 +36,8 @@ export interface HttpOptions {
 export interface RunningHttpServer {
   url: string;
   port: number;
+  /** What the replay logs of the open sessions hold, over all of them. */
+  replayHeld(): { sessions: number; events: number; bytes: number };
   close(): Promise<void>;
 }
 
@@ -92,6 +95,8 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
 
   interface Session {
     transport: TrackedTransport;
+    /** The replay log of its SSE streams (Last-Event-ID). */
+    events: BoundedEventStore;
     profile: string;
     lastSeen: number;
     /** Its GET stream is open. */
@@ -171,19 +176,24 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
         return;
       }
       const endpoint = endpointFor(profile);
+      const events = new BoundedEventStore({ maxEvents: limits.replayEvents, maxBytes: limits.replayBytes, maxStreams: limits.replayStreams });
       const transport: TrackedTransport = new TrackedTransport({
         sessionIdGenerator: () => randomUUID(),
+        eventStore: events,
+        retryInterval: limits.sseRetryMs,
         onsessioninitialized: (id: string) => {
-          sessions.set(id, { transport, profile: profile ?? '', lastSeen: Date.now(), listening: false });
+          sessions.set(id, { transport, events, profile: profile ?? '', lastSeen: Date.now(), listening: false });
         },
         onsessionclosed: (id: string) => {
           sessions.delete(id);
         },
       });
       const server = await endpoint.tools.trackedFactory({ era: 'legacy' });
+      transport.negotiated(initializeVersionOf(body));
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
         transport.releaseAll();
+        events.clear();
         void server.close().catch(() => {});
       };
       await server.connect(transport);
@@ -193,6 +203,14 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     session.lastSeen = Date.now();
     const transport = session.transport;
     if (req.method === 'GET') {
+      // A replay the log cannot serve is refused here with the reason (the SDK would say only
+      // "Invalid event ID format"); the client starts that request again.
+      const lastEventId = req.headers['last-event-id'];
+      const refusal = typeof lastEventId === 'string' && lastEventId !== '' ? session.events.refusal(lastEventId) : undefined;
+      if (refusal !== undefined) {
+        sendJsonRpcError(res, 400, -32000, `Bad Request: cannot resume: ${refusal}; send the request again`);
+        return;
+      }
       if (!holdStream(res, null)) return;
       const listening = session;
       listening.listening = true;
@@ -337,6 +355,15 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   return {
     url: `http://${hostForUrl}:${port}/mcp`,
     port,
+    replayHeld() {
+      let events = 0;
+      let bytes = 0;
+      for (const s of sessions.values()) {
+        events += s.events.size.events;
+        bytes += s.events.size.bytes;
+      }
+      return { sessions: sessions.size, events, bytes };
+    },
     async close() {
       stopWatching();
       clearInterval(sweeper);
@@ -346,6 +373,14 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },
   };
+}
+
+/** The protocolVersion an initialize request (single or first of a batch) asks for. */
+function initializeVersionOf(body: unknown): unknown {
+  const first: unknown = Array.isArray(body) ? body[0] : body;
+  if (typeof first !== 'object' || first === null) return undefined;
+  const params = (first as { method?: unknown; params?: { protocolVersion?: unknown } }).params;
+  return (first as { method?: unknown }).method === 'initialize' ? params?.protocolVersion : undefined;
 }
 
 function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string, id: unknown = null, headers: Record<string, string> = {}): void {

@@ -20,6 +20,14 @@ export interface HttpLimits {
   maxRunningCalls: number;
   /** Tool calls waiting for a running slot; one more is answered 503. */
   maxQueuedCalls: number;
+  /** Events kept per SSE stream of a 2025-era session for replay (Last-Event-ID); the oldest go first. */
+  replayEvents: number;
+  /** Bytes of events kept per SSE stream for replay; the oldest go first. */
+  replayBytes: number;
+  /** SSE streams per session whose replay log is kept; the oldest stream's log goes first. */
+  replayStreams: number;
+  /** The `retry` (ms) of the priming event: how long a client waits before reconnecting. */
+  sseRetryMs: number;
 }
 
 export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
@@ -31,6 +39,10 @@ export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
   maxStreams: 64,
   maxRunningCalls: 32,
   maxQueuedCalls: 64,
+  replayEvents: 256,
+  replayBytes: 64 * 1024,
+  replayStreams: 8,
+  sseRetryMs: 1000,
 };
 
 /** What a refused client is told to wait before trying again, in seconds. */

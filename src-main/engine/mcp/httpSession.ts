@@ -43,6 +43,18 @@ interface Exchange {
 export class TrackedTransport extends NodeStreamableHTTPServerTransport {
   readonly #inflight = new Map<RequestId, Exchange>();
 
+  /**
+   * Resumability follows the version the session negotiated at initialize, not each request's
+   * MCP-Protocol-Version header: a 2025-11-25 session whose client labels a later POST with an
+   * older version still gets the priming event (id and retry) that lets it resume that stream.
+   */
+  negotiated(version: unknown): void {
+    const inner = (this as unknown as { _webStandardTransport: { supportsEmptySSEData(v: string): boolean } })._webStandardTransport;
+    if (typeof version !== 'string' || typeof inner?.supportsEmptySSEData !== 'function') return;
+    const perRequest = inner.supportsEmptySSEData.bind(inner);
+    inner.supportsEmptySSEData = (v: string) => perRequest(v) || perRequest(version);
+  }
+
   /** Whether any of these ids is in flight in this session. */
   inFlight(id: RequestId): boolean {
     return this.#inflight.has(id);
