@@ -3,8 +3,9 @@ import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, 
 import { basename, dirname, join, resolve } from 'node:path';
 import { StudioError } from '../model/errors.ts';
 import { isDiskFull } from './faults.ts';
-// Types only: database.ts calls the open-time checks below, so this file must not need it at run time.
-import type { Db } from './database.ts';
+
+/** A connection (database.ts names the same type; it calls the open-time checks below, so this file does not import it). */
+type Db = Database.Database;
 
 /**
  * Backups of the studio database, and what opening and restoring one checks. Every backup is one
