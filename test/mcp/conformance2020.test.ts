@@ -1,12 +1,11 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src-main/engine/index.ts';
-import { REPO, startServe, type ServeProcess } from '../support/callable.ts';
+import type { ServeProcess } from '../support/callable.ts';
 import { connect, type Era } from '../support/mcpClients.ts';
+import { runConformance, serveForConformance } from '../support/conformance.ts';
 
 // MCP 2025-11-25 (SEP-1613): tool schemas are JSON Schema 2020-12 unless they say otherwise. The
 // official conformance scenario checks the listing keeps "$schema", "$defs" and
@@ -46,6 +45,7 @@ const DRAFT07_TOOL = {
 
 let dataDir: string;
 let serve: ServeProcess;
+let url: string;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'callable-conformance2020-'));
@@ -57,14 +57,7 @@ beforeAll(async () => {
   } finally {
     engine.close();
   }
-  // As in http.test.ts: the conformance client sends no Authorization header, and its own origin.
-  const port = await new Promise<number>((resolve) => {
-    const probe = createNetServer().listen(0, '127.0.0.1', () => {
-      const free = (probe.address() as AddressInfo).port;
-      probe.close(() => resolve(free));
-    });
-  });
-  serve = await startServe(dataDir, ['--no-auth', '--port', String(port), '--allow-origin', `http://localhost:${port}`]);
+  ({ serve, url } = await serveForConformance(dataDir));
 });
 
 afterAll(async () => {
@@ -74,16 +67,7 @@ afterAll(async () => {
 
 describe('the official conformance scenario json-schema-2020-12', () => {
   it('passes json-schema-2020-12', async () => {
-    const url = serve.url.replace('127.0.0.1', 'localhost');
-    const out = mkdtempSync(join(tmpdir(), 'conformance-out-'));
-    const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-      const child = spawn(join(REPO, 'node_modules/.bin/conformance'), ['server', '--url', url, '--scenario', 'json-schema-2020-12', '-o', out], { cwd: REPO });
-      let output = '';
-      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      child.on('exit', (code) => resolve({ code, output }));
-    });
-    rmSync(out, { recursive: true, force: true });
+    const result = await runConformance(url, 'json-schema-2020-12');
     expect(result.code, result.output).toBe(0);
   });
 });

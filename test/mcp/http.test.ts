@@ -1,14 +1,13 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src-main/engine/index.ts';
-import { REPO, startServe, type ServeProcess } from '../support/callable.ts';
+import { startServe, type ServeProcess } from '../support/callable.ts';
 import { seedMcpFunctions } from '../support/fixtures.ts';
 import { connect } from '../support/mcpClients.ts';
+import { runConformance, serveForConformance } from '../support/conformance.ts';
 
 interface Reply {
   status: number;
@@ -141,22 +140,14 @@ describe('Streamable HTTP refuses bad requests cleanly and keeps serving', () =>
 describe('the official MCP conformance suite against callable serve', () => {
   let dataDir: string;
   let serve: ServeProcess;
+  let url: string;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'callable-conformance-'));
     const engine = createEngine({ dataDir });
     await seedMcpFunctions(engine);
     engine.close();
-    // The conformance client sends no Authorization header. Its dns-rebinding scenario sends the
-    // server's own origin (http://localhost:PORT) and expects it accepted: that origin is listed
-    // explicitly, since no origin is accepted by default.
-    const port = await new Promise<number>((resolve) => {
-      const probe = createNetServer().listen(0, '127.0.0.1', () => {
-        const free = (probe.address() as AddressInfo).port;
-        probe.close(() => resolve(free));
-      });
-    });
-    serve = await startServe(dataDir, ['--no-auth', '--port', String(port), '--allow-origin', `http://localhost:${port}`]);
+    ({ serve, url } = await serveForConformance(dataDir));
   });
 
   afterAll(async () => {
@@ -166,16 +157,7 @@ describe('the official MCP conformance suite against callable serve', () => {
 
   for (const scenario of ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'dns-rebinding-protection']) {
     it(`passes ${scenario}`, async () => {
-      const url = serve.url.replace('127.0.0.1', 'localhost');
-      const out = mkdtempSync(join(tmpdir(), 'conformance-out-'));
-      const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-        const child = spawn(join(REPO, 'node_modules/.bin/conformance'), ['server', '--url', url, '--scenario', scenario, '-o', out], { cwd: REPO });
-        let output = '';
-        child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-        child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-        child.on('exit', (code) => resolve({ code, output }));
-      });
-      rmSync(out, { recursive: true, force: true });
+      const result = await runConformance(url, scenario);
       expect(result.code, result.output).toBe(0);
     });
   }

@@ -1,18 +1,18 @@
 // Resumable streams (issue 11): the priming event (id, retry), the bounded replay log per stream,
 // Last-Event-ID replay after a real disconnect, and the log freed with its session.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
 import type { HttpLimits } from '../../src-main/engine/mcp/httpLimits.ts';
-import { REPO, startServe, type ServeProcess } from '../support/callable.ts';
+import type { ServeProcess } from '../support/callable.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { seedMcpFunctions } from '../support/fixtures.ts';
 import { exchange, INIT_2025, mcpHeaders, messagesOf, open } from '../support/rawHttp.ts';
 import { until } from '../support/wait.ts';
+import { runConformance, serveForConformance } from '../support/conformance.ts';
 
 const engine = testEngine();
 const token = 'resume-token-0123456789';
@@ -203,6 +203,7 @@ describe('resumable streams', () => {
 describe('the official conformance scenario server-sse-polling against callable serve', () => {
   let dataDir: string;
   let serveProcess: ServeProcess;
+  let url: string;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'callable-resume-conformance-'));
@@ -211,7 +212,7 @@ describe('the official conformance scenario server-sse-polling against callable 
     // The scenario calls a tool of this name and expects its result.
     await seeded.saveFunction({ spec: { name: 'test_reconnection' }, source: 'export default () => "reconnected"' });
     seeded.close();
-    serveProcess = await startServe(dataDir, ['--no-auth', '--port', '0']);
+    ({ serve: serveProcess, url } = await serveForConformance(dataDir));
   });
 
   afterAll(async () => {
@@ -220,32 +221,12 @@ describe('the official conformance scenario server-sse-polling against callable 
   });
 
   it('passes with no warning (a priming event with id and retry on the POST stream)', async () => {
-    const out = mkdtempSync(join(tmpdir(), 'conformance-out-'));
-    try {
-      const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-        const child = spawn(join(REPO, 'node_modules/.bin/conformance'), ['server', '--url', serveProcess.url, '--scenario', 'server-sse-polling', '-o', out], { cwd: REPO });
-        let output = '';
-        child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-        child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-        child.on('exit', (code) => resolve({ code, output }));
-      });
-      expect(result.code, result.output).toBe(0);
-      const checks = filesUnder(out)
-        .filter((f) => f.endsWith('checks.json'))
-        .flatMap((f) => JSON.parse(readFileSync(f, 'utf8')) as Array<{ id: string; status: string }>);
-      expect(checks.length, result.output).toBeGreaterThan(0);
-      expect(checks.filter((c) => c.status === 'WARNING' || c.status === 'FAILURE')).toEqual([]);
-      expect(checks.find((c) => c.id === 'server-sse-priming-event')?.status).toBe('SUCCESS');
-      expect(checks.find((c) => c.id === 'server-sse-retry-field')?.status).toBe('SUCCESS');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    const result = await runConformance(url, 'server-sse-polling');
+    expect(result.code, result.output).toBe(0);
+    const { checks } = result;
+    expect(checks.length, result.output).toBeGreaterThan(0);
+    expect(checks.filter((c) => c.status === 'WARNING' || c.status === 'FAILURE')).toEqual([]);
+    expect(checks.find((c) => c.id === 'server-sse-priming-event')?.status).toBe('SUCCESS');
+    expect(checks.find((c) => c.id === 'server-sse-retry-field')?.status).toBe('SUCCESS');
   });
 });
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}

@@ -1,0 +1,56 @@
+// The official MCP conformance client (`conformance server`) against a real `callable serve`.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO, startServe, type ServeProcess } from './callable.ts';
+
+/**
+ * `callable serve` as the conformance client needs it: no Authorization header, and its
+ * dns-rebinding scenario sends the server's own origin (http://localhost:PORT) and expects it
+ * accepted, so that origin is listed explicitly (none is accepted by default). `url` is the
+ * localhost form of the server's address, the one the client must use.
+ */
+export async function serveForConformance(dataDir: string): Promise<{ serve: ServeProcess; url: string }> {
+  const port = await new Promise<number>((resolve) => {
+    const probe = createNetServer().listen(0, '127.0.0.1', () => {
+      const free = (probe.address() as AddressInfo).port;
+      probe.close(() => resolve(free));
+    });
+  });
+  const serve = await startServe(dataDir, ['--no-auth', '--port', String(port), '--allow-origin', `http://localhost:${port}`]);
+  return { serve, url: serve.url.replace('127.0.0.1', 'localhost') };
+}
+
+export interface ConformanceCheck {
+  id: string;
+  status: string;
+}
+
+/** Runs one scenario against `url`: the client's exit code, its output, and every check it wrote. */
+export async function runConformance(url: string, scenario: string): Promise<{ code: number | null; output: string; checks: ConformanceCheck[] }> {
+  const out = mkdtempSync(join(tmpdir(), 'conformance-out-'));
+  try {
+    const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = spawn(join(REPO, 'node_modules/.bin/conformance'), ['server', '--url', url, '--scenario', scenario, '-o', out], { cwd: REPO });
+      let output = '';
+      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      child.on('exit', (exitCode) => resolve({ code: exitCode, output }));
+    });
+    const checks = filesUnder(out)
+      .filter((f) => f.endsWith('checks.json'))
+      .flatMap((f) => JSON.parse(readFileSync(f, 'utf8')) as ConformanceCheck[]);
+    return { code, output, checks };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
