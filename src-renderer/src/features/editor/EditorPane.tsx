@@ -28,17 +28,20 @@ export function EditorPane() {
     setArgsTypes(argsDeclarations(inputSchema));
   }, [inputSchema]);
 
-  // Which listed credentials are not granted yet: on opening the function and on coming back (a grant may have been made meanwhile).
+  // Which listed credentials are not granted yet: on opening the function and on coming back to the
+  // editor (a grant may have been made meanwhile). A save answers it by itself, so only the name counts.
+  const recordName = record?.name;
   useEffect(() => {
-    if (!record) return;
+    const opened = draft.get().record;
+    if (!opened || opened.name !== recordName) return;
     let current = true;
-    void ungrantedOf(record).then((ungranted) => {
-      if (current && draft.get().record?.name === record.name) draft.set({ ungranted });
+    void ungrantedOf(opened).then((ungranted) => {
+      if (current && draft.get().record?.name === opened.name) draft.set({ ungranted });
     });
     return () => {
       current = false;
     };
-  }, [record]);
+  }, [recordName]);
 
   // Compile errors from the last save, shown inline.
   useEffect(() => {
