@@ -1,4 +1,4 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -67,9 +67,17 @@ const restore: Command = {
   examples: ['callable backup --list', 'callable restore ./before-upgrade.db'],
   async run(ctx) {
     const { positionals } = parse(ctx.args, {}, 1);
-    ensureFolder(ctx);
+    const created = ensureFolder(ctx);
     // The engine is not opened: the database must not be open while it is replaced.
-    const result = restoreDataFolder(ctx.dataDir, resolve(ctx.io.cwd, positionals[0]!));
+    let result: ReturnType<typeof restoreDataFolder>;
+    try {
+      result = restoreDataFolder(ctx.dataDir, resolve(ctx.io.cwd, positionals[0]!));
+    } catch (error) {
+      // A refused restore leaves no trace: a folder made for it (empty but for what the restore put there) goes again.
+      if (created) rmSync(ctx.dataDir, { recursive: true, force: true });
+      throw error;
+    }
+    if (created) ctx.err(`callable: created the data folder ${ctx.dataDir}`);
     ctx.out(`restored ${resolve(ctx.io.cwd, positionals[0]!)} into ${join(ctx.dataDir, 'callable.db')}: schema ${result.schema}, ${result.functions} function(s), ${result.runs} run(s)`);
     if (result.replaced !== undefined) ctx.out(`the database it replaced is kept as ${result.replaced}`);
     return EXIT_OK;
@@ -121,10 +129,10 @@ function dataDirFlag(ctx: CommandContext): string {
   return ` --data-dir ${/^[\w@%+=:,./-]+$/.test(ctx.dataDir) ? ctx.dataDir : `'${ctx.dataDir.replace(/'/g, `'\\''`)}'`}`;
 }
 
-/** Restore may fill a new data folder (one level: a mistyped parent is not created). */
-function ensureFolder(ctx: CommandContext): void {
+/** Restore may fill a new data folder (one level: a mistyped parent is not created); true when it made it. */
+function ensureFolder(ctx: CommandContext): boolean {
   try {
-    if (statSync(ctx.dataDir).isDirectory()) return;
+    if (statSync(ctx.dataDir).isDirectory()) return false;
     throw new StudioError('bad_input', `cannot use the data folder: ${ctx.dataDir} is a file, not a folder; choose another data folder (--data-dir or CALLABLE_DATA_DIR)`);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
@@ -134,5 +142,5 @@ function ensureFolder(ctx: CommandContext): void {
   } catch (error) {
     throw new StudioError('bad_input', `cannot create the data folder ${ctx.dataDir} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); create its parent first, or choose another data folder`);
   }
-  ctx.err(`callable: created the data folder ${ctx.dataDir}`);
+  return true;
 }

@@ -78,7 +78,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return ['bad_input', 'not_found', 'compile_error', 'conflict', 'disabled'].includes(error.code) ? EXIT_USAGE : EXIT_FAILED;
     }
     if (isParseArgsError(error)) {
-      err(`callable ${name}: ${(error as Error).message}\nUsage: callable ${command.usage}`);
+      // Node's own message may run over several lines: one line, then the usage.
+      err(`callable ${name}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')}\nUsage: callable ${command.usage}`);
       return EXIT_USAGE;
     }
     // A file written on a full disk (export): the same one line as the database's.

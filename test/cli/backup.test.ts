@@ -220,6 +220,12 @@ describe('a damaged database, and callable restore', () => {
     expect(refused.code).toBe(2);
     expectOneLine(refused, `cannot create the data folder ${deep} (ENOENT)`);
     expect(existsSync(join(deep, '..'))).toBe(false);
+    // A restore refused for its FILE leaves no new data folder behind.
+    const unborn = join(made.dir('callable-new-'), 'data');
+    const missing = await cli(['restore', join(unborn, 'no-such.db'), '--data-dir', unborn]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).not.toContain('created the data folder');
+    expect(existsSync(unborn)).toBe(false);
   });
 });
 
@@ -227,5 +233,12 @@ describe('the help', () => {
   it('lists backup, restore and retention', async () => {
     const help = await cli(['--help']);
     for (const usage of ['backup [FILE] | backup --list | backup [--every DAYS] [--keep N]', 'restore FILE', 'retention [--days N] [--max-mib N]']) expect(help.stdout).toContain(`  ${usage}\n`);
+  });
+
+  it('a value the option parser refuses (a negative number) is one line and the usage', async () => {
+    const dataDir = await folder();
+    const run = await cli(['retention', '--days', '-3', '--data-dir', dataDir]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^callable retention: Option '--days' argument is ambiguous\. .*'--days=-XYZ'\.$/), 'Usage: callable retention [--days N] [--max-mib N]']);
   });
 });
