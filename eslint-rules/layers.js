@@ -51,10 +51,18 @@ export const LAYERS = [
     npm: { except: ['electron'] },
   },
   {
+    // `callable deploy`: a client of the engine like mcp/; its Workers bundle pure engine modules.
+    layer: 'engine/deploy',
+    files: 'src-main/engine/deploy/**',
+    paths: [ENGINE_FACADE, MODEL, 'src-main/engine/deploy/**', 'src-main/engine/mcp/httpOrigin.ts', 'src-main/engine/functions/schemas.ts', 'src-main/engine/net/addresses.ts'],
+    builtins: true,
+    npm: { except: ['electron'] },
+  },
+  {
     layer: 'engine',
     files: 'src-main/engine/**',
     paths: ['src-main/engine/**'],
-    except: ['src-main/engine/mcp/**'],
+    except: ['src-main/engine/mcp/**', 'src-main/engine/deploy/**'],
     builtins: true,
     npm: { except: ['electron'] },
   },
@@ -68,7 +76,7 @@ export const LAYERS = [
   {
     layer: 'cli',
     files: 'src-main/cli/**',
-    paths: [ENGINE_FACADE, 'src-main/engine/mcp/**', MODEL, 'src-main/cli/**'],
+    paths: [ENGINE_FACADE, 'src-main/engine/mcp/**', 'src-main/engine/deploy/**', MODEL, 'src-main/cli/**'],
     builtins: true,
     npm: { except: ['electron'] },
   },

@@ -18,9 +18,14 @@ import {
   type FunctionRecord,
   type McpStatus,
   type ProfileSpec,
+  type PromptView,
   type RevisionRecord,
   type RunRecord,
   type RunResult,
+  TestCaseNameSchema,
+  type TestCase,
+  type TestCaseInfo,
+  type TestCaseResult,
 } from '../src-main/engine/model/index.ts';
 
 /** A method: its request schema, and its response type carried as a phantom. */
@@ -62,12 +67,30 @@ export interface TemplateInfo {
   description: string;
 }
 
+/** A function made from a pasted curl command or an OpenAPI operation, and what to tell the user. */
+export interface ScaffoldedFunction {
+  record: FunctionRecord;
+  /** The credential it names: where the secret goes (never the secret), and whether one of that name is stored. */
+  credential?: { name: string; hosts: string[]; placement: CredentialSpec['placement']; from: string; exists: boolean; command: string };
+  notes: string[];
+}
+
+/** One piece of advice about a function (as `callable lint --json` gives it), with the evidence it rests on; `function` is absent for advice about the whole catalog. */
+export interface AdviceView {
+  function?: string | undefined;
+  kind: 'unused_host' | 'read_only' | 'output_schema' | 'tool_name_length' | 'description_length' | 'timeout' | 'tool_count';
+  message: string;
+  evidence: string;
+  /** For `output_schema`: the schema inferred from the recorded results, which `functions:applyAdvice` saves. */
+  suggestion?: unknown;
+}
+
 export interface CredentialView extends CredentialInfo {
   /** Functions that list this credential (those in `grantedTo` may use it). */
   usedBy: string[];
 }
 
-export type { McpStatus };
+export type { McpStatus, PromptView };
 
 export interface ClientConfigs {
   /** Absolute path of the `callable` command of this install. */
@@ -76,28 +99,67 @@ export interface ClientConfigs {
   http: { url: string; claudeCode: string; json: string } | undefined;
 }
 
+/**
+ * One problem the host's validator found in a value (ajv with the options and dialect choice runs
+ * use): where (`instancePath`, a JSON pointer), which schema keyword (`schemaPath`), ajv's message.
+ */
+export interface SchemaProblem {
+  instancePath: string;
+  schemaPath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message: string;
+}
+
 export const contract = {
   'functions:list': method<FunctionSummary[]>()(None),
   'functions:get': method<FunctionRecord>()(ByName),
   /** Compiles and saves; a compile error comes back as `compile_error` with `details.problems` (line, column). */
   'functions:save': method<SavedFunction>()(z.object({ spec: FunctionSpecSchema, source: z.string().max(1_000_000) }).strict()),
   'functions:create': method<FunctionRecord>()(z.object({ template: z.string().regex(/^[a-z0-9_]{1,64}$/), name: FunctionNameSchema }).strict()),
+  /** A new function from a pasted curl command, or from an operation of an OpenAPI spec file (JSON or YAML). */
+  'functions:createFromRequest': method<ScaffoldedFunction>()(
+    z
+      .object({
+        name: FunctionNameSchema,
+        from: z.discriminatedUnion('kind', [
+          z.object({ kind: z.literal('curl'), command: z.string().min(1).max(200_000) }).strict(),
+          z.object({ kind: z.literal('openapi'), file: z.string().min(1).max(4096), operation: z.string().min(1).max(300) }).strict(),
+        ]),
+      })
+      .strict(),
+  ),
   'functions:rename': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
   'functions:duplicate': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
   /** Deletes; answers what was deleted so the renderer can offer undo (save it back). */
   'functions:delete': method<{ spec: FunctionRecord; source: string }>()(ByName),
   /** The credentials the function lists and has not been granted (as `functions:save` answers them). */
   'functions:ungranted': method<{ ungranted: UngrantedCredential[] }>()(ByName),
+  /** Advice about the function from its recorded runs and saved test cases, and from what common MCP clients accept (as `callable lint NAME`). */
+  'functions:advise': method<AdviceView[]>()(ByName),
+  /** Applies a piece of advice that has a fix (the inferred outputSchema, readOnlyHint) by saving a new revision; `conflict` when the function moved past `revision` or the advice no longer holds. */
+  'functions:applyAdvice': method<SavedFunction>()(z.object({ name: FunctionNameSchema, kind: z.enum(['output_schema', 'read_only']), revision: z.number().int().positive() }).strict()),
   'functions:setEnabled': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, enabled: z.boolean() }).strict()),
   'functions:revisions': method<RevisionRecord[]>()(ByName),
   'functions:restore': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, revision: z.number().int().positive() }).strict()),
   'templates:list': method<TemplateInfo[]>()(None),
   /** Typings for the editor: `ctx` and the built-ins of the sandbox. */
   'types:runtime': method<{ dts: string }>()(None),
+  /** Validates a value against a JSON Schema as a run validates its arguments (the console's form, as the user types); a schema that is not valid JSON Schema is `bad_input`. */
+  'schemas:validate': method<{ problems: SchemaProblem[] }>()(z.object({ schema: z.record(z.string(), z.unknown()), value: z.unknown() }).strict()),
   /** Runs a function from the test console. `token` lets the renderer cancel it. */
   'runs:start': method<RunResult>()(z.object({ name: FunctionNameSchema, args: z.unknown(), token: z.string().max(100) }).strict()),
   'runs:cancel': method<{ cancelled: boolean }>()(z.object({ token: z.string().max(100) }).strict()),
   'runs:list': method<RunRecord[]>()(z.object({ name: FunctionNameSchema.optional(), limit: z.number().int().min(1).max(500).optional() }).strict()),
+  /** The saved test cases of a function (the Tests tab). */
+  'tests:list': method<TestCaseInfo[]>()(ByName),
+  'tests:get': method<TestCase>()(z.object({ name: FunctionNameSchema, case: TestCaseNameSchema }).strict()),
+  /** Saves a recent run (the console's run just made, or one from the history) as a test case of its function. */
+  'tests:fromRun': method<TestCase>()(z.object({ runId: z.string().uuid(), case: TestCaseNameSchema, source: z.enum(['console', 'history']) }).strict()),
+  /** Replays the function's cases offline (all, or the one named). */
+  'tests:run': method<TestCaseResult[]>()(z.object({ name: FunctionNameSchema, case: TestCaseNameSchema.optional() }).strict()),
+  'tests:delete': method<{ deleted: true }>()(z.object({ name: FunctionNameSchema, case: TestCaseNameSchema }).strict()),
+  'tests:rename': method<TestCase>()(z.object({ name: FunctionNameSchema, case: TestCaseNameSchema, newName: z.string().max(100) }).strict()),
   'credentials:list': method<{ credentials: CredentialView[]; store: 'keychain' | 'env' | 'memory' }>()(None),
   /** Creates or replaces a credential. The secret goes one way: it is never sent back. */
   'credentials:set': method<CredentialSpec>()(z.object({ spec: CredentialSpecSchema, secret: z.string().max(10_000).optional() }).strict()),
@@ -114,6 +176,18 @@ export const contract = {
   'profiles:list': method<ProfileSpec[]>()(None),
   'profiles:set': method<ProfileSpec>()(ProfileSpecSchema),
   'profiles:delete': method<{ deleted: true }>()(z.object({ name: ProfileNameSchema }).strict()),
+  /** The prompts waiting for the person at the studio (approvals of destructive MCP calls, elicitation forms), oldest first. */
+  'prompts:list': method<PromptView[]>()(None),
+  /** Answers a prompt; `conflict` when it no longer waits (answered elsewhere, withdrawn by its caller, past its deadline). */
+  'prompts:answer': method<{ answered: true }>()(
+    z
+      .object({
+        id: z.string().uuid(),
+        action: z.enum(['accept', 'decline', 'cancel']),
+        content: z.record(z.string(), z.union([z.string().max(10_000), z.number(), z.boolean(), z.array(z.string().max(10_000)).max(100)])).optional(),
+      })
+      .strict(),
+  ),
 } as const;
 
 /**
@@ -139,12 +213,16 @@ export const events = {
   'runs:feed': event<RunRecord>(),
   /** Functions or profiles changed, in this or another process. */
   'catalog:changed': event<Record<string, never>>(),
+  /** Credentials or their grants changed, in this or another process. */
+  'credentials:changed': event<Record<string, never>>(),
   /** The HTTP MCP server started, stopped or failed. */
   'mcp:status': event<McpStatus>(),
   /** The engine process started, crashed and is being restarted, or cannot run (sent by main). */
   'engine:status': event<EngineStatus>(),
   /** A report of the engine's own (see EngineNotice). */
   'engine:notice': event<EngineNotice>(),
+  /** The prompts waiting for the person at the studio changed (one arrived, was answered, withdrawn or expired): all of them, oldest first. */
+  'prompts:pending': event<PromptView[]>(),
 } as const;
 
 export type Contract = typeof contract;

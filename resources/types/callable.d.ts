@@ -39,9 +39,53 @@ declare module 'callable' {
     error(...values: unknown[]): void;
   }
 
+  /** A property of an elicitation form: a string (optionally an enum), a number, an integer, a boolean, or a multi-select array. */
+  export type ElicitField = { type: 'string' | 'number' | 'integer' | 'boolean' | 'array'; title?: string; description?: string; default?: unknown; [keyword: string]: unknown };
+
+  /** MCP's restricted form schema: a flat object of primitive properties. */
+  export interface ElicitSchema {
+    type: 'object';
+    properties: Record<string, ElicitField>;
+    required?: string[];
+  }
+
+  export interface ElicitAnswer<T = Record<string, unknown>> {
+    action: 'accept' | 'decline' | 'cancel';
+    /** Only with `accept`; already checked against the schema. */
+    content?: T;
+  }
+
+  export type SampleMessage = { role: 'user' | 'assistant'; content: string | { type: 'text'; text: string } };
+
+  export interface SampleOptions {
+    /** Default 1000. */
+    maxTokens?: number;
+    systemPrompt?: string;
+    temperature?: number;
+    stopSequences?: string[];
+    modelPreferences?: Record<string, unknown>;
+  }
+
+  export interface SampleAnswer {
+    role: 'assistant' | 'user';
+    content: { type: 'text'; text: string } | { type: string; [key: string]: unknown };
+    model: string;
+    stopReason?: string;
+  }
+
   export interface Ctx {
     /** HTTP through the host's guarded fetch: only to the function's allowedHosts. */
     fetch(url: string | URL, init?: FetchInit): Promise<FetchResponse>;
+    /**
+     * Asks the user through the MCP client (elicitation, form mode), or the studio when the client
+     * cannot; rejects when nobody can be asked. The run's timeoutMs still applies while waiting.
+     */
+    elicit<T = Record<string, unknown>>(message: string, requestedSchema: ElicitSchema): Promise<ElicitAnswer<T>>;
+    /**
+     * Asks the client's model for a completion (MCP sampling). Only for functions whose settings
+     * have `"sampling": { "maxCalls": N }`; a string is one user message.
+     */
+    sample(messages: string | SampleMessage[], options?: SampleOptions): Promise<SampleAnswer>;
     log: Log;
     /** Reports progress to the caller (MCP progress notifications). */
     progress(done: number, total?: number, message?: string): void;

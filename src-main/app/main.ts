@@ -7,7 +7,7 @@ import { EVENT_NAMES, METHOD_NAMES, type EventName } from '../../src-preload/con
 import { serveAppRequest } from './appProtocol.ts';
 import { EngineProcess } from './engineProcess.ts';
 import { FAULT_WINDOW_MS, FaultCounter, FaultLog, formatFault, installFaultHandlers, logsDir, rendererGoneDecision } from './faults.ts';
-import { resolveNodeRuntime } from './nodeRuntime.ts';
+import { engineEntry, resolveNodeRuntime } from './nodeRuntime.ts';
 import { isTrustedSender } from './senders.ts';
 import {
   APP_INDEX_URL,
@@ -66,7 +66,7 @@ async function start(): Promise<void> {
 
   const engine = new EngineProcess({
     node: resolveNodeRuntime({ resourcesPath: app.isPackaged ? process.resourcesPath : undefined }),
-    entry: join(app.getAppPath(), 'src-main/studio/main.ts'),
+    entry: engineEntry(app.getAppPath()),
     args: dataDir ? ['--data-dir', dataDir] : [],
     diagnostic,
   });

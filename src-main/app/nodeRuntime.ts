@@ -8,6 +8,24 @@ export const MIN_NODE_MAJOR = 24;
 
 export type NodeRuntime = { ok: true; path: string; version: string } | { ok: false; message: string };
 
+/** The folder, under a packaged app's resources, that holds its Node (electron-builder.config.ts puts it there). */
+export const BUNDLED_NODE_DIR = 'node';
+/** The engine process's entry, relative to the app's folder. */
+export const ENGINE_ENTRY = 'src-main/studio/main.ts';
+
+/** The bundled Node binary under `resourcesPath`, in the layout of nodejs.org's archives. */
+export function bundledNodePath(resourcesPath: string, platform: NodeJS.Platform): string {
+  return platform === 'win32' ? join(resourcesPath, BUNDLED_NODE_DIR, 'node.exe') : join(resourcesPath, BUNDLED_NODE_DIR, 'bin', 'node');
+}
+
+/**
+ * The engine entry of the app at `appPath` (Electron's app.getAppPath()). A packaged app's is
+ * app.asar, which only Electron can read: the engine's files are shipped unpacked beside it.
+ */
+export function engineEntry(appPath: string): string {
+  return join(/\.asar$/.test(appPath) ? `${appPath}.unpacked` : appPath, ENGINE_ENTRY);
+}
+
 export interface NodeRuntimeOptions {
   env?: NodeJS.ProcessEnv;
   /** A packaged app's resources folder (Electron's `process.resourcesPath`), where its Node is bundled. */
@@ -30,7 +48,7 @@ export function resolveNodeRuntime(options: NodeRuntimeOptions = {}): NodeRuntim
   const candidate: { path: string | undefined; from: string } = env.CALLABLE_NODE
     ? { path: env.CALLABLE_NODE, from: 'CALLABLE_NODE' }
     : options.resourcesPath
-      ? { path: platform === 'win32' ? join(options.resourcesPath, 'node', exe) : join(options.resourcesPath, 'node', 'bin', exe), from: 'the runtime bundled with the app' }
+      ? { path: bundledNodePath(options.resourcesPath, platform), from: 'the runtime bundled with the app' }
       : env.npm_node_execpath
         ? { path: env.npm_node_execpath, from: 'npm_node_execpath, the Node that runs npm' }
         : { path: findOnPath(exe, env.PATH ?? env.Path ?? '', platform), from: 'PATH' };

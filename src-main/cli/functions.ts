@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canonicalSpecJson, defaultDataDir, specOf, type FunctionSpec, type RevisionRecord } from '../engine/index.ts';
 import { EXIT_OK, parse, UsageError, type Command, type CommandContext } from './common.ts';
+import { newFromRequest, wantsScaffold } from './scaffold.ts';
 
 /** The templates `callable new` copies: the same folders the studio's "New from template" offers. */
 export const TEMPLATES_DIR = fileURLToPath(new URL('../../resources/examples', import.meta.url));
@@ -9,15 +10,28 @@ export const TEMPLATES_DIR = fileURLToPath(new URL('../../resources/examples', i
 export const DEFAULT_TEMPLATE = 'word_stats';
 
 const newCommand: Command = {
-  usage: 'new NAME [--template T]',
-  createsDataDir: () => true,
-  summary: `Creates the function NAME from a template (a folder of resources/examples), ready to run. The default, ${DEFAULT_TEMPLATE}, is pure computation: no network, no credential.`,
+  usage: "new NAME [--template T | --from-curl 'curl …' | --from-har FILE [--entry N] | --from-openapi SPEC --operation ID [--server URL]] | new --from-openapi SPEC --all",
+  createsDataDir: (args) => !args.includes('--all'),
+  summary: `Creates the function NAME from a template (a folder of resources/examples), ready to run. The default, ${DEFAULT_TEMPLATE}, is pure computation: no network, no credential. Or from a request you already have: a curl command, a browser HAR entry (its response becomes the first test case) or an OpenAPI operation; the request's secret is never saved: it prints the "callable credentials set" command that stores it.`,
   options: [
     ['NAME', 'the new function (a-z, 0-9 and _, starting with a letter); an existing name is refused'],
     ['--template T', `the template: deepl_translate, ocr_image, replicate_image or word_stats (default ${DEFAULT_TEMPLATE})`],
+    ['--from-curl CMD', 'a curl command (quoted; - reads it from standard input): its query, JSON and form values become arguments'],
+    ['--from-har FILE', 'a HAR file saved by the browser; with several entries give --entry N (the entries are listed when it is missing)'],
+    ['--entry N', 'the entry of the HAR file, from 1'],
+    ['--operation ID', 'with --from-openapi: the operation, by operationId or "METHOD /path"'],
+    ['--from-openapi SPEC', 'an OpenAPI 3 spec (JSON or YAML file): the function calls one of its operations'],
+    ['--all', 'with --from-openapi: lists the operations (id, method, path, summary) and creates nothing'],
+    ['--server URL', "with --from-openapi: the API's base URL instead of the spec's first server"],
   ],
-  examples: ['callable new my_stats', 'callable new my_translate --template deepl_translate'],
+  examples: [
+    'callable new my_stats',
+    'callable new my_translate --template deepl_translate',
+    `callable new list_issues --from-curl 'curl -H "Authorization: Bearer $GITHUB_TOKEN" "https://api.github.com/repos/OWNER/REPO/issues?state=open"'`,
+    'callable new get_pet --from-openapi petstore.yaml --operation getPetById',
+  ],
   async run(ctx) {
+    if (wantsScaffold(ctx.args)) return newFromRequest(ctx, printUngranted);
     const { positionals, values } = parse(ctx.args, { template: { type: 'string' } }, 1);
     const name = positionals[0]!;
     const template = values.template ?? DEFAULT_TEMPLATE;

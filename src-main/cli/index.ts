@@ -4,6 +4,9 @@ import { createEngine, defaultDataDir, diskFullOf, EnvSecretStore, StudioError, 
 import { commands as functionCommands, printUngranted } from './functions.ts';
 import { commands as mcpCommands } from './mcp.ts';
 import { commands as backupCommands } from './backup.ts';
+import { commands as testCommands } from './tests.ts';
+import { commands as deployCommands } from './deploy.ts';
+import { commands as lintCommands } from './lint.ts';
 import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, signalExitCode, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
@@ -191,16 +194,17 @@ const exportCommand: Command = {
 };
 
 const runCommand: Command = {
-  usage: "run NAME [--args JSON | --args-file FILE] [--json]",
+  usage: "run NAME [--args JSON | --args-file FILE] [--json] [--save-test CASE]",
   summary: 'Runs a function once in the sandbox. The result goes to stdout as JSON; logs and requests to stderr. With --json, everything as one JSON document.',
   options: [
     ['--args JSON', 'the arguments, a JSON object checked against the inputSchema (default {})'],
     ['--args-file FILE', 'the arguments from a JSON file instead'],
     ['--json', 'the whole result (value, logs, network trace, metrics) as one JSON document on stdout'],
+    ['--save-test CASE', 'save this run as the test case CASE of the function (its arguments, requests and result; "callable test" replays it)'],
   ],
   examples: [`callable run word_stats --args '{"text":"The cat sat. The cat ran!"}'`, 'callable run word_stats --args-file args.json --json'],
   async run(ctx) {
-    const { positionals, values } = parse(ctx.args, { args: { type: 'string' }, 'args-file': { type: 'string' }, json: { type: 'boolean' } }, 1);
+    const { positionals, values } = parse(ctx.args, { args: { type: 'string' }, 'args-file': { type: 'string' }, json: { type: 'boolean' }, 'save-test': { type: 'string' } }, 1);
     if (values.args !== undefined && values['args-file'] !== undefined) throw new UsageError('give --args or --args-file, not both');
     const text = values['args-file'] !== undefined ? readArgsFile(resolve(ctx.io.cwd, values['args-file'])) : (values.args ?? '{}');
     let args: unknown;
@@ -210,6 +214,8 @@ const runCommand: Command = {
       throw new UsageError(`--args is not valid JSON (${(error as Error).message}); e.g. --args '{"text":"hi"}'`);
     }
     const name = positionals[0]!;
+    // A name that could not be saved is refused before the call is paid for.
+    if (values['save-test'] !== undefined) ctx.engine().tests.checkNewName(name, values['save-test']);
     const result = await ctx.engine().run(name, args, {
       caller: 'cli',
       onLog: values.json ? undefined : (entry) => ctx.err(`[${entry.level}] ${entry.message}`),
@@ -221,6 +227,10 @@ const runCommand: Command = {
       if (result.ok) ctx.out(JSON.stringify(result.content ?? result.value, null, 2));
       else ctx.err(`${name} failed (${result.error.code}): ${result.error.message}`);
       ctx.err(`${result.ok ? 'ok' : 'failed'} in ${result.metrics.durationMs} ms`);
+    }
+    if (values['save-test'] !== undefined) {
+      const saved = await ctx.engine().tests.fromRun(result.runId, values['save-test'], { source: 'cli' });
+      ctx.err(`saved test case ${saved.name} of ${name} (${saved.exchanges.length} request${saved.exchanges.length === 1 ? '' : 's'}, expects ${saved.expect.ok ? 'the result' : `error ${saved.expect.code}`}); replay it: callable test ${name} --case ${saved.name}`);
     }
     try {
       ctx.engine().runs.flush();
@@ -401,6 +411,9 @@ export const COMMANDS: Record<string, Command> = {
   credentials,
   ...mcpCommands,
   ...backupCommands,
+  ...deployCommands,
+  ...testCommands,
+  ...lintCommands,
 };
 
 // ---- helpers ----

@@ -2,18 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { RunLedger } from './audit/ledger.ts';
-import { CredentialService } from './credentials/credentials.ts';
+import { CredentialService, credentialsVersion } from './credentials/credentials.ts';
 import { FolderSecrets } from './credentials/folderSecrets.ts';
 import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.ts';
 import { compileFunction } from './functions/compile.ts';
 import { readImportableFunctions, writeFunctionFolders } from './functions/files.ts';
 import { FunctionRepository, parseSpec, type SaveInput } from './functions/repository.ts';
 import { findTemplate } from './functions/templates.ts';
+import { scaffoldFunction, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
+import { advise, observationsOf, type Advice, type Observation } from './functions/advice.ts';
 import { SchemaValidator } from './functions/schemas.ts';
 import {
   effectiveLimits,
   FunctionNameSchema,
   StudioError,
+  type ElicitAnswer,
+  type ElicitRequest,
   type FunctionRecord,
   type RunResult,
 } from './model/index.ts';
@@ -25,6 +29,10 @@ import { catalogVersion } from './store/catalog.ts';
 import { diskFullOf } from './store/faults.ts';
 import { databaseFileOf, Upkeep } from './store/retention.ts';
 import { ProfileRepository } from './functions/profiles.ts';
+import { RecordingStore } from './tests/recordings.ts';
+import { TestService } from './tests/service.ts';
+import { PromptDesk } from './prompts/prompts.ts';
+import { Approvals, type ApprovalOutcome, type ApprovalRequest } from './prompts/approval.ts';
 
 export * from './model/index.ts';
 export type { SecretStore } from './credentials/secretStore.ts';
@@ -34,6 +42,8 @@ export type { ProgressUpdate } from './sandbox/protocol.ts';
 export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
 export { readTemplates, type Template } from './functions/templates.ts';
+export type { Advice, AdviceKind } from './functions/advice.ts';
+export { credentialCommand, harEntries, listOperations, loadOpenApi, type CredentialSuggestion, type HarEntryInfo, type OpenApiOperation, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
 export { diskFullOf } from './store/faults.ts';
 export type { BackupInfo, BackupKind, RestoreResult } from './store/backup.ts';
 export {
@@ -46,6 +56,9 @@ export {
   KEEP_LIMITS,
   type KeepSettings,
 } from './store/retention.ts';
+
+export type { PromptDesk, PromptState, AskOptions, AskOutcome } from './prompts/prompts.ts';
+export { needsApproval, approvalSchema, APPROVAL_CHOICES, type ApprovalChoice, type ApprovalOutcome, type ApprovalRequest } from './prompts/approval.ts';
 
 export const PRODUCT_NAME = 'Callable Studio';
 
@@ -96,12 +109,20 @@ export class Engine {
   readonly credentials: CredentialService;
   readonly runs: RunLedger;
   readonly profiles: ProfileRepository;
+  /** Saved test cases: made from runs, replayed offline. */
+  readonly tests: TestService;
+  readonly #recordings: RecordingStore;
+  /** Questions put to the person at the studio, across processes (approvals, elicitation forms). */
+  readonly prompts: PromptDesk;
+  readonly #approvals: Approvals;
   readonly #db: Db;
   readonly #secrets: FolderSecrets;
   readonly #env: NodeJS.ProcessEnv;
   readonly #catalogListeners = new Set<() => void>();
   #catalogPoll: NodeJS.Timeout | undefined;
   #catalogSeen = 0;
+  readonly #credentialListeners = new Set<() => void>();
+  #credentialPoll: NodeJS.Timeout | undefined;
   #sandbox: Promise<Sandbox> | undefined;
   #net: Promise<{ guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
   #sandboxNow: Sandbox | undefined;
@@ -124,6 +145,24 @@ export class Engine {
     this.credentials = new CredentialService(this.#db, this.#secrets);
     this.runs = new RunLedger(this.#db, (notice) => this.#report({ level: notice.recovered ? 'info' : 'warning', message: notice.message }));
     this.profiles = new ProfileRepository(this.#db);
+    this.#recordings = new RecordingStore(this.#db);
+    this.tests = new TestService({
+      db: this.#db,
+      functions: this.functions,
+      recordings: this.#recordings,
+      run: (name, args, options) => this.run(name, args, options),
+      storedSecrets: async () => {
+        const names = (this.#db.prepare('SELECT name FROM credentials ORDER BY name').all() as Array<{ name: string }>).map((r) => r.name);
+        const out: Array<{ label: string; secret: string }> = [];
+        for (const name of names) {
+          const secret = await this.#secrets.get({ kind: 'credential', name });
+          if (secret !== undefined) out.push({ label: `credential "${name}"`, secret });
+        }
+        return out;
+      },
+    });
+    this.prompts = new PromptDesk(this.#db);
+    this.#approvals = new Approvals(this.prompts, this.runs);
     this.#upkeep = new Upkeep(this.#db, databaseFileOf(options.dataDir), { diagnostic: (message) => this.#report({ level: 'warning', message }) });
     this.#resolver = options.resolver;
     this.#diagnostic = options.diagnostic;
@@ -145,6 +184,17 @@ export class Engine {
     return this.#secrets.installId;
   }
 
+  /** Checks `value` against `schema` exactly as a run checks arguments (same dialect rules, same validator). */
+  schemaProblems(schema: object, value: unknown): Array<{ instancePath: string; schemaPath: string; keyword: string; params: Record<string, unknown>; message: string }> {
+    return this.#schemas.problems(schema, value, 'inputSchema').map((e) => ({
+      instancePath: e.instancePath,
+      schemaPath: e.schemaPath,
+      keyword: e.keyword,
+      params: { ...e.params },
+      message: e.message ?? 'is invalid',
+    }));
+  }
+
   /** Validates schemas, compiles and stores a function (created or updated by name). */
   async saveFunction(input: SaveInput): Promise<FunctionRecord> {
     this.#checkSchemas(input.spec as { inputSchema?: object; outputSchema?: object });
@@ -164,13 +214,48 @@ export class Engine {
     return this.saveFunction({ spec: { ...found.input.spec, name }, source: found.input.source });
   }
 
+  /**
+   * Creates the function `name` from a curl command, a HAR entry or an OpenAPI operation (see
+   * functions/scaffold). The request's secret is never kept: the result names the credential to
+   * store. A HAR entry's response becomes the function's first test case ("har").
+   */
+  async createFromRequest(name: string, source: ScaffoldSource): Promise<{ record: FunctionRecord; scaffold: ScaffoldResult; testCase?: string }> {
+    const parsedName = FunctionNameSchema.safeParse(name);
+    if (!parsedName.success) throw new StudioError('bad_input', `"${name}" is not a valid function name: ${parsedName.error.issues[0]?.message ?? 'invalid'}`);
+    if (this.functions.find(name)) throw new StudioError('conflict', `a function named "${name}" already exists; pick another name`);
+    const scaffold = await scaffoldFunction(name, source, (credential) => this.credentials.find(credential));
+    const record = await this.saveFunction(scaffold.input);
+    if (!scaffold.testCase) return { record, scaffold };
+    try {
+      return { record, scaffold, testCase: (await this.tests.save(name, scaffold.testCase)).name };
+    } catch (error) {
+      // The function stands; the case is refused (e.g. the response holds a stored secret), and the user is told why.
+      if (!(error instanceof StudioError)) throw error;
+      scaffold.notes.push(`the entry's response was not saved as a test case: ${error.message}`);
+      return { record, scaffold };
+    }
+  }
+
+  /**
+   * Advice about functions (all, or the named ones) from what they were seen doing — the requests
+   * and results of their recent recorded runs and of their saved test cases — and from what common
+   * MCP clients accept (`callable lint`).
+   */
+  advise(names: readonly string[] = []): Advice[] {
+    const chosen = names.length > 0 ? names.map((n) => this.functions.get(n)) : this.functions.list();
+    this.#recordings.flush();
+    const recorded = this.#db.prepare('SELECT body FROM run_recordings WHERE function_name = ? ORDER BY recorded_at');
+    const observed = (name: string): Observation[] => observationsOf((recorded.all(name) as Array<{ body: string }>).map((row) => row.body), this.tests.all(name));
+    return advise(chosen, observed, this.functions.list().filter((f) => f.enabled).length);
+  }
+
   /** Imports every function under `dir`; all or nothing. */
   async importFunctions(dir: string): Promise<FunctionRecord[]> {
     // Schemas and sources are checked for every folder first, so one error lists every problem.
     const inputs = await readImportableFunctions(dir, async (input, sourcePath) => {
       const spec = parseSpec(input.spec);
       const problems: string[] = [];
-      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name, sourcePath)]) {
+      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name, sourcePath), () => this.tests.checkCases(input.tests ?? [])]) {
         try {
           await check();
         } catch (error) {
@@ -180,14 +265,17 @@ export class Engine {
       }
       if (problems.length > 0) throw new StudioError('bad_input', problems.join('; '));
     });
-    return this.functions.saveAll(inputs);
+    const records = await this.functions.saveAll(inputs);
+    // The cases were checked with the functions above (none truncated, none holding a stored secret).
+    for (const input of inputs) if (input.tests) await this.tests.importCases(input.spec.name, input.tests);
+    return records;
   }
 
   /** Writes functions (all, or the named ones) as folders under `dir`. */
   exportFunctions(dir: string, names?: string[]): string[] {
     const records = names && names.length > 0 ? names.map((n) => this.functions.get(n)) : this.functions.list();
     try {
-      return writeFunctionFolders(dir, records);
+      return writeFunctionFolders(dir, records, (name) => this.tests.all(name));
     } catch (error) {
       throw diskFullOf(error, dir) ?? error;
     }
@@ -210,6 +298,7 @@ export class Engine {
           return { sandbox, guardedFetch, resolver };
         },
         interrupt: this.#interrupt.signal,
+        record: (recording) => this.#recordings.keep(recording),
       },
       name,
       args,
@@ -222,6 +311,33 @@ export class Engine {
       this.#inflight.delete(running);
       this.#upkeep.wrote();
     }
+  }
+
+  /**
+   * Before an MCP call: whether it may run. A function marked destructive (or set to ask before
+   * every call) needs a person's approval, asked by elicitation in the client, else in the studio
+   * when it is open (in any process), else refused. A call that may not run is recorded here.
+   */
+  async approveCall(request: ApprovalRequest): Promise<ApprovalOutcome> {
+    // Arguments the run would refuse anyway (bad_input, nothing runs) are not put to a person.
+    if (this.#schemas.check(request.fn.inputSchema, request.args, `${request.fn.name}'s inputSchema`, 'args') !== undefined) return { allowed: true };
+    return this.#approvals.check(request);
+  }
+
+  /**
+   * Puts a function's ctx.elicit question to the person at the studio (in any process on this data
+   * folder), for an MCP client without elicitation. Rejects with `ask_unavailable` when no studio is
+   * open; a prompt nobody answers before the run's deadline, or that the caller withdraws, is `cancel`.
+   */
+  async askInStudio(request: ElicitRequest, signal: AbortSignal): Promise<ElicitAnswer> {
+    if (!this.prompts.studioOpen()) {
+      throw new StudioError(
+        'ask_unavailable',
+        `${request.functionName} asked for input and there is no one to ask: this client does not support elicitation and Callable Studio is not open. Open Callable Studio, or use a client that supports elicitation.`,
+      );
+    }
+    const outcome = await this.prompts.ask({ kind: 'elicitation', functionName: request.functionName, args: {}, message: request.message, schema: request.requestedSchema, waitMs: request.timeoutMs, signal });
+    return outcome.state === 'answered' ? { ...outcome.answer, via: 'studio' } : { action: 'cancel', via: 'studio' };
   }
 
   /**
@@ -319,6 +435,36 @@ export class Engine {
   }
 
   /**
+   * Calls `listener` whenever any process changes credentials or their grants (see
+   * bumpCredentials), polled like onCatalogChange. Returns the unsubscribe function.
+   */
+  onCredentialsChange(listener: () => void): () => void {
+    this.#credentialListeners.add(listener);
+    if (!this.#credentialPoll) {
+      let seen = credentialsVersion(this.#db);
+      this.#credentialPoll = setInterval(() => {
+        let now: number;
+        try {
+          now = credentialsVersion(this.#db);
+        } catch {
+          return;
+        }
+        if (now === seen) return;
+        seen = now;
+        for (const l of [...this.#credentialListeners]) l();
+      }, 250);
+      this.#credentialPoll.unref();
+    }
+    return () => {
+      this.#credentialListeners.delete(listener);
+      if (this.#credentialListeners.size === 0 && this.#credentialPoll) {
+        clearInterval(this.#credentialPoll);
+        this.#credentialPoll = undefined;
+      }
+    };
+  }
+
+  /**
    * The bearer token of the Streamable HTTP MCP server: generated once and kept in this data
    * folder's secrets (the OS keychain), so the app and `callable serve` on the same folder share
    * it. With CALLABLE_SECRETS=env it comes from CALLABLE_MCP_TOKEN and cannot be regenerated.
@@ -371,10 +517,14 @@ export class Engine {
   close(): void {
     if (this.#catalogPoll) clearInterval(this.#catalogPoll);
     this.#catalogListeners.clear();
+    if (this.#credentialPoll) clearInterval(this.#credentialPoll);
+    this.#credentialListeners.clear();
+    this.prompts.close();
     this.#sandboxNow?.dispose();
     void this.#sandbox?.then((s) => s.dispose());
     this.#secrets.dispose();
     this.#upkeep.stop();
+    this.#recordings.close();
     try {
       this.runs.flush();
     } finally {

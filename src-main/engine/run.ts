@@ -8,10 +8,14 @@ import type { CredentialService } from './credentials/credentials.ts';
 import { Redactor } from './credentials/redact.ts';
 import type { FunctionRepository } from './functions/repository.ts';
 import type { SchemaValidator } from './functions/schemas.ts';
-import { effectiveLimits, StudioError, type Caller, type LogEntry, type RunRecord, type RunResult, type TraceEntry } from './model/index.ts';
+import { effectiveLimits, StudioError, type ApprovalDecision, type Caller, type LogEntry, type RunRecord, type RunResult, type TraceEntry } from './model/index.ts';
 import type { guardedFetch as GuardedFetch, Resolver } from './net/guardedFetch.ts';
 import type { ProgressUpdate } from './sandbox/protocol.ts';
 import type { Sandbox } from './sandbox/sandbox.ts';
+import { asker, type Askers } from './sandbox/asks.ts';
+import { ExchangeRecorder, expectOf } from './tests/recorder.ts';
+import type { IncomingResponse, OutgoingRequest } from './model/index.ts';
+import type { RunRecording } from './tests/recordings.ts';
 
 export interface RunOptions {
   caller: Caller;
@@ -23,6 +27,14 @@ export interface RunOptions {
   onProgress?: ((update: ProgressUpdate) => void) | undefined;
   /** MCP calls only run enabled functions; the console and CLI may run a disabled one. */
   requireEnabled?: boolean | undefined;
+  /** Answers ctx.fetch instead of the network (a saved test's replay): no request leaves and no credential is read. */
+  fetch?: ((request: OutgoingRequest, signal: AbortSignal) => Promise<IncomingResponse>) | undefined;
+  /** How a person allowed this MCP call, when it needed approval (recorded with the run). */
+  approval?: ApprovalDecision | undefined;
+  /** Answers ctx.elicit (the MCP client's form, or the studio in its place); absent: ctx.elicit rejects. */
+  elicit?: Askers['elicit'];
+  /** Answers ctx.sample with the client's model; absent: ctx.sample rejects. */
+  sample?: Askers['sample'];
 }
 
 export interface RunDeps {
@@ -34,6 +46,8 @@ export interface RunDeps {
   sandbox: () => Promise<{ sandbox: Sandbox; guardedFetch: typeof GuardedFetch; resolver: Resolver }>;
   /** Aborted when the process serving runs is stopping: the run is cancelled and recorded as `interrupted`. */
   interrupt?: AbortSignal | undefined;
+  /** Keeps the run's ctx.fetch exchanges (and arguments and outcome), so it can become a saved test. */
+  record?: ((recording: RunRecording) => void) | undefined;
 }
 
 /** Runs a function once (see Engine.run). Throws only for a function that does not exist or is disabled when required. */
@@ -62,6 +76,8 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   } else {
     const limits = effectiveLimits(record);
     const { sandbox, guardedFetch, resolver } = await deps.sandbox();
+    const recorder = deps.record ? new ExchangeRecorder() : undefined;
+    const track = (request: OutgoingRequest, response: Promise<IncomingResponse>): Promise<IncomingResponse> => (recorder ? recorder.track(request, response) : response);
     const signal = deps.interrupt && options.signal ? AbortSignal.any([options.signal, deps.interrupt]) : (deps.interrupt ?? options.signal);
     const outcome = await sandbox.run({
       functionName: name,
@@ -74,7 +90,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       onLog: options.onLog && ((entry) => options.onLog?.(redactor.active ? { ...entry, message: redactor.text(entry.message) } : entry)),
       onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),
       fetch: (request, signal) =>
-        guardedFetch(request, {
+        track(request, options.fetch ? options.fetch(request, signal) : guardedFetch(request, {
           allowedHosts: record.allowedHosts,
           maxResponseBytes: limits.responseBytes,
           credential: async (credentialName) => {
@@ -88,7 +104,8 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
           resolver,
           signal,
           trace: (entry) => trace.push(entry),
-        }),
+        })),
+      ask: asker({ record, timeoutMs: limits.timeoutMs, schemas: deps.schemas, trace: (entry) => trace.push(entry), askers: { elicit: options.elicit, sample: options.sample } }),
     });
     const metrics = { durationMs: outcome.durationMs, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
     if (outcome.ok) {
@@ -105,6 +122,9 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       result = { ok: false, runId, error: outcome.error, logs: outcome.logs, trace, metrics };
     }
     result = redactor.json(result);
+    if (recorder) {
+      deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: redactor.json(args ?? {}), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
+    }
   }
 
   const audit: RunRecord = {
@@ -122,6 +142,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     errorCode: result.ok ? undefined : result.error.code,
     errorMessage: result.ok ? undefined : result.error.message.slice(0, 2000),
     bytesOut: result.metrics.resultBytes,
+    ...(options.approval ? { approval: options.approval } : {}),
   };
   deps.runs.record(audit);
   return result;

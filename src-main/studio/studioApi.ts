@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
-import { defaultDataDir, formatZodError, readTemplates, specOf, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo } from '../engine/index.ts';
+import { credentialCommand, defaultDataDir, formatZodError, readTemplates, specOf, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
 import type { McpHttpHost } from '../engine/mcp/httpHost.ts';
 
 export interface StudioHost {
@@ -55,6 +55,15 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
     },
     'functions:ungranted': ({ name }) => ({ ungranted: ungrantedOf(engine.functions.get(name)) }),
     'functions:create': ({ template, name }) => engine.createFromTemplate(templatesDir, template, name),
+    'functions:createFromRequest': async ({ name, from }) => {
+      const { record, scaffold } = await engine.createFromRequest(name, from.kind === 'curl' ? from : { kind: 'openapi', file: from.file, operation: from.operation });
+      const c = scaffold.credential;
+      return {
+        record,
+        notes: scaffold.notes,
+        ...(c ? { credential: { name: c.name, hosts: c.hosts, placement: c.placement, from: c.from, exists: engine.credentials.find(c.name) !== undefined, command: credentialCommand(c) } } : {}),
+      };
+    },
     'functions:rename': ({ name, newName }) => engine.functions.rename(name, newName),
     'functions:duplicate': async ({ name, newName }) => {
       if (engine.functions.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);
@@ -66,16 +75,30 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       engine.functions.delete(name);
       return { spec: removed, source: removed.source };
     },
+    'functions:advise': ({ name }) => engine.advise([name]),
+    'functions:applyAdvice': async ({ name, kind, revision }) => {
+      const fn = engine.functions.get(name);
+      if (fn.revision !== revision) throw new StudioError('conflict', `${name} changed since this advice was given (it is now at revision ${fn.revision}); look at the advice again`);
+      const advice = engine.advise([name]).find((a) => a.function === name && a.kind === kind);
+      if (!advice) throw new StudioError('conflict', `there is no "${kind}" advice for ${name} any more; nothing was changed`);
+      const spec = specOf(fn);
+      // Saved like any edit: the schema is validated and compiled with the source, and a revision is kept.
+      const next = kind === 'output_schema' ? { ...spec, outputSchema: advice.suggestion as Parameters<Engine['saveFunction']>[0]['spec']['outputSchema'] } : { ...spec, annotations: { ...spec.annotations, readOnlyHint: true } };
+      const record = await engine.saveFunction({ spec: next, source: fn.source });
+      return { ...record, ungranted: ungrantedOf(record) };
+    },
     'functions:setEnabled': ({ name, enabled }) => engine.functions.setEnabled(name, enabled),
     'functions:revisions': ({ name }) => engine.functions.revisions(name),
     'functions:restore': ({ name, revision }) => engine.functions.restore(name, revision),
     'templates:list': () => readTemplates(templatesDir).map(({ id, title, description }) => ({ id, title, description })),
     'types:runtime': () => ({ dts: readFileSync(join(host.resourcesDir, 'types', 'callable.d.ts'), 'utf8') }),
+    'schemas:validate': ({ schema, value }) => ({ problems: engine.schemaProblems(schema, value) }),
     'runs:start': async ({ name, args, token }) => {
       const controller = new AbortController();
       running.set(token, controller);
       try {
-        return await engine.run(name, args, { caller: 'console', signal: controller.signal });
+        // The person at the console answers the function's ctx.elicit questions in the studio's prompt.
+        return await engine.run(name, args, { caller: 'console', signal: controller.signal, elicit: (request, signal) => engine.askInStudio(request, signal) });
       } finally {
         running.delete(token);
       }
@@ -86,6 +109,15 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       return { cancelled: controller !== undefined };
     },
     'runs:list': ({ name, limit }) => engine.runs.list({ functionName: name, limit }),
+    'tests:list': ({ name }) => engine.tests.list(name),
+    'tests:get': ({ name, case: caseName }) => engine.tests.get(name, caseName),
+    'tests:fromRun': ({ runId, case: caseName, source }) => engine.tests.fromRun(runId, caseName, { source }),
+    'tests:run': ({ name, case: caseName }) => engine.tests.run(name, caseName),
+    'tests:delete': ({ name, case: caseName }) => {
+      engine.tests.delete(name, caseName);
+      return { deleted: true as const };
+    },
+    'tests:rename': ({ name, case: caseName, newName }) => engine.tests.rename(name, caseName, newName),
     'credentials:list': async () => {
       const functions = engine.functions.list();
       const credentials = (await engine.credentials.list()).map((c) => ({ ...c, usedBy: functions.filter((f) => f.credentials.includes(c.name)).map((f) => f.name) }));
@@ -116,6 +148,11 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       engine.profiles.delete(name);
       return { deleted: true as const };
     },
+    'prompts:list': () => engine.prompts.pending(),
+    'prompts:answer': ({ id, action, content }) => {
+      engine.prompts.answer(id, { action, ...(content ? { content } : {}) });
+      return { answered: true as const };
+    },
   };
 
   // ---- events ----
@@ -126,7 +163,10 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
   let feedTimer: NodeJS.Timeout | undefined;
   let feedCursor = 0;
   const stopCatalog = engine.onCatalogChange(() => emit('catalog:changed', {}));
+  const stopCredentials = engine.onCredentialsChange(() => emit('credentials:changed', {}));
   const stopMcp = host.mcp.onStatus((status) => emit('mcp:status', status));
+  // The studio is open while this API serves a window: `callable mcp` processes on this folder ask the person here.
+  const stopPrompts = openPrompts(host, (pending) => emit('prompts:pending', pending));
   const stopNotices = host.notices?.(({ level, message }) => emit('engine:notice', { level, message, at: new Date().toISOString() }));
 
   const ensureFeed = (): void => {
@@ -175,12 +215,29 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
     },
     close() {
       stopCatalog();
+      stopCredentials();
       stopMcp();
+      stopPrompts();
       stopNotices?.();
       if (feedTimer) clearInterval(feedTimer);
       for (const c of running.values()) c.abort();
       listeners.clear();
     },
+  };
+}
+
+/** Marks the studio open (a heartbeat other processes read) and forwards the pending prompts as they change; returns the closer. */
+function openPrompts(host: StudioHost, emit: (pending: PromptView[]) => void): () => void {
+  try {
+    host.engine.prompts.openStudio();
+  } catch (error) {
+    // Calls keep being refused with the way to allow them, as if the studio were closed; the next start tries again.
+    host.diagnostic(`the studio cannot take approval prompts: ${(error as Error).message}`);
+  }
+  const stopWatch = host.engine.prompts.watch(emit);
+  return () => {
+    stopWatch();
+    host.engine.prompts.closeStudio();
   };
 }
 

@@ -1,6 +1,7 @@
 import { useEffect } from 'react';
 import { studio } from './api/studio.ts';
 import { Toasts } from './components/Toasts.tsx';
+import { AdvicePanel } from './features/advice/AdvicePanel.tsx';
 import { ConsolePane } from './features/console/ConsolePane.tsx';
 import { CredentialsPage } from './features/credentials/CredentialsPage.tsx';
 import { EditorPane } from './features/editor/EditorPane.tsx';
@@ -8,7 +9,9 @@ import { EngineBanner, EngineNotices } from './features/engine/EngineBanner.tsx'
 import { FunctionList } from './features/functions/FunctionList.tsx';
 import { HistoryPane } from './features/history/HistoryPane.tsx';
 import { McpPage } from './features/mcp/McpPage.tsx';
+import { PromptDialog } from './features/prompts/PromptDialog.tsx';
 import { SettingsPane } from './features/settings/SettingsPane.tsx';
+import { TestsPane } from './features/tests/TestsPane.tsx';
 import { app, refreshFunctions, type Page, type Tab } from './store/app.ts';
 import { draft, isDirty, loadDraft, saveDraft } from './store/draft.ts';
 
@@ -22,6 +25,8 @@ const TABS: Array<[Tab, string]> = [
   ['settings', 'Schema & settings'],
   ['console', 'Test console'],
   ['history', 'History'],
+  ['tests', 'Tests'],
+  ['advice', 'Advice'],
 ];
 
 export function App() {
@@ -95,6 +100,8 @@ export function App() {
                   {tab === 'settings' && <SettingsPane />}
                   {tab === 'console' && <ConsolePane />}
                   {tab === 'history' && <HistoryPane />}
+                  {tab === 'tests' && <TestsPane />}
+                  {tab === 'advice' && <AdvicePanel />}
                 </div>
               </>
             ) : (
@@ -105,6 +112,7 @@ export function App() {
       )}
       {page === 'credentials' && <CredentialsPage />}
       {page === 'mcp' && <McpPage />}
+      <PromptDialog />
       <Toasts />
     </div>
   );

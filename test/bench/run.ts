@@ -611,6 +611,11 @@ async function main(): Promise<number> {
   progress('bombs: three memory bombs against a fresh callable mcp, hosts sampled every ' + `${CFG.bombSampleMs} ms; then echo`);
   await guarded('bombs', bombsPhase);
 
+  progress('workerd: a call through the workerd gateway (callable deploy --serve) against callable serve');
+  await guarded('workerd', async () => {
+    for (const line of (await (await import('./workerd.ts')).workerdComparison({ quick, progress })).lines) progress(line);
+  });
+
   report();
   return problems.length > 0 ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { SCREENSHOTS } from './harness.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { openStudio, SCREENSHOTS, type Studio } from './harness.ts';
 
 /** What a user does in the studio, in the user's words. */
 export class StudioPage {
@@ -20,7 +21,7 @@ export class StudioPage {
     return this.page.locator('.topbar nav').getByRole('button', { name: page, exact: true }).click();
   }
 
-  tab(name: 'Code' | 'Schema & settings' | 'Test console' | 'History'): Promise<void> {
+  tab(name: 'Code' | 'Schema & settings' | 'Test console' | 'History' | 'Tests' | 'Advice'): Promise<void> {
     return this.page.getByRole('tab', { name }).click();
   }
 
@@ -75,4 +76,20 @@ export class StudioPage {
     await this.page.getByText('Running…').waitFor({ state: 'detached' });
     return result;
   }
+}
+
+/**
+ * One studio for the calling describe block: opened before its tests, closed after them. Read
+ * `session.studio` and `session.ui` inside tests (they are set once the block starts).
+ */
+export function studioSession(options: { dataDir?: string } = {}): { studio: Studio; ui: StudioPage } {
+  const session = {} as { studio: Studio; ui: StudioPage };
+  beforeAll(async () => {
+    session.studio = await openStudio(options);
+    session.ui = new StudioPage(session.studio.page);
+  }, 60_000);
+  afterAll(async () => {
+    await session.studio?.close();
+  });
+  return session;
 }

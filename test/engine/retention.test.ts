@@ -118,7 +118,10 @@ describe('run retention', () => {
     const call = await engine.run('take', { text: 'meanwhile' }, { caller: 'test' });
     expect(call.ok).toBe(true);
     expect(pruneDone, 'the call had to wait for the whole pass').toBe(false);
-    expect((await pass).summarised).toBe(400 - Math.floor(MIB / 60_011));
+    await pass;
+    // The engine's own upkeep may take part of the backlog meanwhile: what counts is where the history ends.
+    const bodies = engine.runs.list({ limit: 1000 }).filter((r) => r.functionName === 'take' && (r.args as { text?: string }).text !== 'meanwhile');
+    expect(bodies.filter((r) => isSummary(r.args))).toHaveLength(400 - Math.floor(MIB / 60_011));
   });
 
   it('a pass does not wait behind another process holding the write lock: it says busy and the next pass finishes', async () => {

@@ -1,11 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine } from '../../src-main/engine/index.ts';
-import type { ServeProcess } from '../support/callable.ts';
+import { describe, expect, it } from 'vitest';
 import { connect, type Era } from '../support/mcpClients.ts';
-import { runConformance, serveForConformance } from '../support/conformance.ts';
+import { conformanceServe, runConformance } from '../support/conformance.ts';
 
 // MCP 2025-11-25 (SEP-1613): tool schemas are JSON Schema 2020-12 unless they say otherwise. The
 // official conformance scenario checks the listing keeps "$schema", "$defs" and
@@ -43,31 +38,15 @@ const DRAFT07_TOOL = {
   inputSchema: { $schema: D07, type: 'object', properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'number' }], additionalItems: false } } },
 };
 
-let dataDir: string;
-let serve: ServeProcess;
-let url: string;
-
-beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'callable-conformance2020-'));
-  const engine = createEngine({ dataDir });
-  try {
-    await engine.saveFunction({ spec: CONFORMANCE_TOOL as never, source: 'export default (a) => a' });
-    await engine.saveFunction({ spec: TUPLE_TOOL as never, source: 'export default ({ pair }) => ({ sum: pair[0] + pair[1] })' });
-    await engine.saveFunction({ spec: DRAFT07_TOOL as never, source: 'export default ({ pair = [] }) => "n=" + pair.length' });
-  } finally {
-    engine.close();
-  }
-  ({ serve, url } = await serveForConformance(dataDir));
-});
-
-afterAll(async () => {
-  await serve?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const server = conformanceServe([
+  { spec: CONFORMANCE_TOOL, source: 'export default (a) => a' },
+  { spec: TUPLE_TOOL, source: 'export default ({ pair }) => ({ sum: pair[0] + pair[1] })' },
+  { spec: DRAFT07_TOOL, source: 'export default ({ pair = [] }) => "n=" + pair.length' },
+]);
 
 describe('the official conformance scenario json-schema-2020-12', () => {
   it('passes json-schema-2020-12', async () => {
-    const result = await runConformance(url, 'json-schema-2020-12');
+    const result = await runConformance(server.url, 'json-schema-2020-12');
     expect(result.code, result.output).toBe(0);
   });
 });
@@ -75,7 +54,7 @@ describe('the official conformance scenario json-schema-2020-12', () => {
 for (const era of ['2025-11-25', '2026-07-28'] as Era[]) {
   describe(`a ${era} client over HTTP`, () => {
     it('lists each schema exactly as saved, "$schema" and "$defs" included', async () => {
-      const client = await connect(era, { transport: 'http', url: serve.url });
+      const client = await connect(era, { transport: 'http', url: server.serve.url });
       try {
         const tools = await client.listTools();
         const byName = new Map(tools.map((t) => [t.name, t]));
@@ -89,7 +68,7 @@ for (const era of ['2025-11-25', '2026-07-28'] as Era[]) {
     });
 
     it('calls are validated by 2020-12 unless the schema declares draft-07', async () => {
-      const client = await connect(era, { transport: 'http', url: serve.url });
+      const client = await connect(era, { transport: 'http', url: server.serve.url });
       try {
         const sum = await client.callTool('tuple_tool', { pair: [2, 3] });
         expect(sum.isError).toBeFalsy();

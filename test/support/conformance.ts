@@ -4,6 +4,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { REPO, startServe, type ServeProcess } from './callable.ts';
 
 /**
@@ -21,6 +23,30 @@ export async function serveForConformance(dataDir: string): Promise<{ serve: Ser
   });
   const serve = await startServe(dataDir, ['--no-auth', '--port', String(port), '--allow-origin', `http://localhost:${port}`]);
   return { serve, url: serve.url.replace('127.0.0.1', 'localhost') };
+}
+
+/**
+ * For the calling test file: a data folder holding `functions`, served by `callable serve` as the
+ * conformance client needs it (see serveForConformance) before the tests, stopped and removed after.
+ */
+export function conformanceServe(functions: Array<{ spec: Record<string, unknown>; source: string }>): { serve: ServeProcess; url: string } {
+  const session = {} as { serve: ServeProcess; url: string };
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'callable-conformance-'));
+    const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
+    try {
+      for (const fn of functions) await engine.saveFunction({ spec: fn.spec as never, source: fn.source });
+    } finally {
+      engine.close();
+    }
+    Object.assign(session, await serveForConformance(dataDir));
+  });
+  afterAll(async () => {
+    await session.serve?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return session;
 }
 
 export interface ConformanceCheck {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { checkSchema, idleCheckpointer, writeTransaction, type Db, type IdleCheckpointer } from '../store/database.ts';
-import { StudioError, type RunRecord } from '../model/index.ts';
+import { StudioError, type ApprovalDecision, type RunRecord } from '../model/index.ts';
 
 interface Row {
   id: string;
@@ -17,9 +17,12 @@ interface Row {
   error_code: string | null;
   error_message: string | null;
   bytes_out: number;
+  approval: string | null;
 }
 
 const MAX_ARGS_BYTES = 64 * 1024;
+/** Each run's approval decision, when it had one (kept in its own table). */
+const WITH_APPROVAL = 'LEFT JOIN run_approvals a ON a.run_id = r.id';
 
 /**
  * How many runs wait in memory while the database refuses them (disk full, read-only, a lock held
@@ -59,6 +62,8 @@ export interface AuditNotice {
 export class RunLedger {
   readonly #db: Db;
   readonly #insert: Database.Statement;
+  /** How a call that needed a person's approval was decided, beside its run. */
+  readonly #insertApproval: Database.Statement;
   readonly #pending: RunRecord[] = [];
   #scheduled: NodeJS.Immediate | undefined;
   #retry: NodeJS.Timeout | undefined;
@@ -86,6 +91,7 @@ export class RunLedger {
       `INSERT INTO runs (id, function_name, caller, client_name, client_version, transport, profile, args, started_at, duration_ms, ok, error_code, error_message, bytes_out)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    this.#insertApproval = db.prepare('INSERT OR REPLACE INTO run_approvals (run_id, approval) VALUES (?, ?)');
   }
 
   /**
@@ -286,6 +292,7 @@ export class RunLedger {
         run.errorMessage ?? null,
         run.bytesOut,
       );
+    if (run.approval) this.#insertApproval.run(run.id, run.approval);
   }
 
   /** The newest rowid: a cursor for `after`. */
@@ -297,7 +304,7 @@ export class RunLedger {
   /** Runs recorded (by any process) after `cursor`, oldest first, with the new cursor. */
   after(cursor: number, limit = 100): { runs: RunRecord[]; cursor: number } {
     this.#flushForRead();
-    const rows = this.#db.prepare('SELECT rowid AS rid, * FROM runs WHERE rowid > ? ORDER BY rowid LIMIT ?').all(cursor, limit) as Array<Row & { rid: number }>;
+    const rows = this.#db.prepare(`SELECT r.rowid AS rid, r.*, a.approval FROM runs r ${WITH_APPROVAL} WHERE r.rowid > ? ORDER BY r.rowid LIMIT ?`).all(cursor, limit) as Array<Row & { rid: number }>;
     return { runs: rows.map(toRecord), cursor: rows.length > 0 ? rows[rows.length - 1]!.rid : cursor };
   }
 
@@ -306,8 +313,8 @@ export class RunLedger {
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 1000);
     const rows = (
       filter.functionName === undefined
-        ? this.#db.prepare('SELECT * FROM runs ORDER BY started_at DESC LIMIT ?').all(limit)
-        : this.#db.prepare('SELECT * FROM runs WHERE function_name = ? ORDER BY started_at DESC LIMIT ?').all(filter.functionName, limit)
+        ? this.#db.prepare(`SELECT r.*, a.approval FROM runs r ${WITH_APPROVAL} ORDER BY r.started_at DESC LIMIT ?`).all(limit)
+        : this.#db.prepare(`SELECT r.*, a.approval FROM runs r ${WITH_APPROVAL} WHERE r.function_name = ? ORDER BY r.started_at DESC LIMIT ?`).all(filter.functionName, limit)
     ) as Row[];
     return rows.map(toRecord);
   }
@@ -329,5 +336,6 @@ function toRecord(r: Row): RunRecord {
     ...(r.error_code === null ? {} : { errorCode: r.error_code }),
     ...(r.error_message === null ? {} : { errorMessage: r.error_message }),
     bytesOut: r.bytes_out,
+    ...(r.approval === null || r.approval === undefined ? {} : { approval: r.approval as ApprovalDecision }),
   };
 }

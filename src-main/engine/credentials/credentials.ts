@@ -23,6 +23,19 @@ interface Row {
 }
 
 /**
+ * `credentials_version` changes whenever any process changes credentials or grants (in the same
+ * transaction), so a studio open on this data folder can show another process's changes.
+ */
+export function bumpCredentials(db: Db): void {
+  db.prepare("INSERT INTO settings (key, value) VALUES ('credentials_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
+}
+
+export function credentialsVersion(db: Db): number {
+  const row = db.prepare("SELECT value FROM settings WHERE key = 'credentials_version'").get() as { value: string } | undefined;
+  return row ? Number(row.value) : 0;
+}
+
+/**
  * Credential metadata in SQLite, secrets in this data folder's secrets. The secret is write-only
  * from the outside: nothing here returns it except `injection`, which the guarded fetch uses host-side.
  */
@@ -92,14 +105,15 @@ export class CredentialService {
     }
     const now = nowIso();
     try {
-      writeTransaction(this.#db, () =>
+      writeTransaction(this.#db, () => {
         this.#db
           .prepare(
             `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
              ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
           )
-          .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now),
-      );
+          .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now);
+        bumpCredentials(this.#db);
+      });
     } catch (error) {
       // The database refused the save (a full disk, a lock, a read-only file): no secret stays behind.
       if (secret === undefined) throw error;
@@ -118,6 +132,7 @@ export class CredentialService {
     writeTransaction(this.#db, () => {
       this.#db.prepare('DELETE FROM credential_grants WHERE credential = ?').run(name);
       this.#db.prepare('DELETE FROM credentials WHERE name = ?').run(name);
+      bumpCredentials(this.#db);
     });
     return grantees;
   }
@@ -135,17 +150,22 @@ export class CredentialService {
       const asks = listed.length === 0 ? 'it lists none' : `it lists ${listed.join(', ')}`;
       throw new StudioError('bad_input', `function "${functionName}" does not list credential "${name}" in its "credentials" (${asks}); add it there first, then grant it`);
     }
-    const changes = writeTransaction(
-      this.#db,
-      () => this.#db.prepare('INSERT OR IGNORE INTO credential_grants (function_id, credential, granted_at) VALUES (?, ?, ?)').run(fn.id, name, nowIso()).changes,
-    );
+    const changes = writeTransaction(this.#db, () => {
+      const n = this.#db.prepare('INSERT OR IGNORE INTO credential_grants (function_id, credential, granted_at) VALUES (?, ?, ?)').run(fn.id, name, nowIso()).changes;
+      if (n > 0) bumpCredentials(this.#db);
+      return n;
+    });
     return { granted: changes > 0, credentialExists: this.find(name) !== undefined };
   }
 
   /** Takes back a grant: the function's next runs are refused the credential. */
   revoke(name: string, functionName: string): void {
     const fn = this.#functionRow(functionName);
-    const changes = writeTransaction(this.#db, () => this.#db.prepare('DELETE FROM credential_grants WHERE function_id = ? AND credential = ?').run(fn.id, name).changes);
+    const changes = writeTransaction(this.#db, () => {
+      const n = this.#db.prepare('DELETE FROM credential_grants WHERE function_id = ? AND credential = ?').run(fn.id, name).changes;
+      if (n > 0) bumpCredentials(this.#db);
+      return n;
+    });
     if (changes === 0) throw new StudioError('not_found', `function "${functionName}" has not been granted credential "${name}"; nothing to revoke`);
   }
 

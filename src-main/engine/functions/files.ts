@@ -2,6 +2,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join, sep } from 'node:path';
 import { FunctionSpecSchema, specOf, StudioError, type FunctionRecord, type FunctionSpec } from '../model/index.ts';
 import { parseSpec, type SaveInput } from './repository.ts';
+import { readCaseFiles, writeCaseFiles } from '../tests/caseFiles.ts';
+import type { TestCase } from '../model/index.ts';
 
 const SPEC_FILE = 'function.json';
 
@@ -92,7 +94,8 @@ function readOne(folder: string): SaveInput {
   if (spec.language !== language) {
     throw new StudioError('bad_input', `${specPath}: "language" is "${spec.language}" but the source file is index.${language}`);
   }
-  return { spec, source: readFileSync(join(folder, `index.${language}`), 'utf8') };
+  const tests = readCaseFiles(folder);
+  return { spec, source: readFileSync(join(folder, `index.${language}`), 'utf8'), ...(tests.length > 0 ? { tests } : {}) };
 }
 
 /** The source file a function was read from: `<folder>/index.<language>`. */
@@ -100,14 +103,15 @@ function sourcePathOf(folder: string, input: SaveInput): string {
   return join(folder, `index.${parseSpec(input.spec).language}`);
 }
 
-/** Writes each function as `<dir>/<name>/function.json` + `index.<language>`. */
-export function writeFunctionFolders(dir: string, records: FunctionRecord[]): string[] {
+/** Writes each function as `<dir>/<name>/function.json` + `index.<language>` (+ `tests/<case>.json` for the cases `casesOf` gives). */
+export function writeFunctionFolders(dir: string, records: FunctionRecord[], casesOf?: (name: string) => TestCase[]): string[] {
   mkdirSync(dir, { recursive: true });
   return records.map((record) => {
     const folder = join(dir, record.name);
     mkdirSync(folder, { recursive: true });
     writeFileSync(join(folder, SPEC_FILE), canonicalSpecJson(specOf(record)));
     writeFileSync(join(folder, `index.${record.language}`), record.source);
+    if (casesOf) writeCaseFiles(folder, casesOf(record.name));
     return folder;
   });
 }

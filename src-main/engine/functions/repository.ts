@@ -10,6 +10,7 @@ import {
   type FunctionSpec,
   type FunctionSpecInput,
   type RevisionRecord,
+  type TestCase,
   specOf,
 } from '../model/index.ts';
 import { compileFunction, type CompiledFunction } from './compile.ts';
@@ -35,6 +36,8 @@ export interface LoadedFunction {
 export interface SaveInput {
   spec: FunctionSpecInput;
   source: string;
+  /** Saved test cases read from the folder's tests/*.json (import). */
+  tests?: TestCase[] | undefined;
 }
 
 /** Parses a spec, turning zod's issues into one readable bad_input error. */

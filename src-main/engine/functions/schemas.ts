@@ -98,6 +98,12 @@ export class SchemaValidator {
     return validate;
   }
 
+  /** Every problem of `value` (at most 100), as ajv reports them: for a form that marks each field. */
+  problems(schema: object, value: unknown, what: string): ErrorObject[] {
+    const validate = this.compile(schema, what);
+    return validate(value) ? [] : (validate.errors ?? []).slice(0, 100);
+  }
+
   /** Returns undefined when valid, else one readable line per problem. */
   check(schema: object, value: unknown, what: string, root: string): string | undefined {
     const validate = this.compile(schema, what);

@@ -1,4 +1,5 @@
-import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpServerFactory, type Tool } from '@modelcontextprotocol/server';
+import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ElicitRequestFormParams, type McpServerFactory, type ServerContext, type Tool } from '@modelcontextprotocol/server';
+import type { ApprovalRequest } from '../index.ts';
 import type { McpEnginePort as Engine, McpRunOptions } from './port.ts';
 import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../model/index.ts';
 
@@ -27,6 +28,8 @@ export class ToolServer {
   readonly #engine: Engine;
   readonly #options: ToolServerOptions;
   readonly #live = new Set<Server>();
+  /** Instances that live for a connection or session: "allow for this session" is remembered on them. */
+  readonly #sessions = new WeakSet<Server>();
   #warmed = false;
 
   constructor(engine: Engine, options: ToolServerOptions) {
@@ -39,6 +42,7 @@ export class ToolServer {
   readonly trackedFactory: McpServerFactory = () => {
     const server = this.#build();
     this.#live.add(server);
+    this.#sessions.add(server);
     const previous = server.onclose;
     server.onclose = () => {
       this.#live.delete(server);
@@ -118,6 +122,7 @@ export class ToolServer {
         profile: this.#options.profile,
         signal: ctx.mcpReq.signal,
         requireEnabled: true as const,
+        ...this.#askers(server, ctx),
         onLog: (entry: { level: LogLevel; message: string }) => {
           sent.push(ctx.mcpReq.log(MCP_LEVEL[entry.level], entry.message, 'function').catch(() => {}));
         },
@@ -141,7 +146,8 @@ export class ToolServer {
         return value;
       };
       const target = this.#lookup(name, profile);
-      if (target) return settled(this.#call(server, target, args, runOptions));
+      const approval = this.#approvalRoute(server, ctx);
+      if (target) return settled(this.#call(server, target, args, runOptions, false, approval));
       if (metaTools && name === FIND_TOOL) return this.#find(this.#functions(), args);
       if (metaTools && name === CALL_TOOL) {
         const inner = typeof args.name === 'string' ? this.#lookup(args.name, profile) : undefined;
@@ -149,11 +155,62 @@ export class ToolServer {
           return errorResult(`No function named ${JSON.stringify(args.name)} in this server. Call ${FIND_TOOL} to see the functions there are.`);
         }
         const innerArgs = args.arguments === undefined ? {} : args.arguments;
-        return settled(this.#call(server, inner, innerArgs, runOptions, true));
+        return settled(this.#call(server, inner, innerArgs, runOptions, true, approval));
       }
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
     });
     return server;
+  }
+
+  /**
+   * Where this request's approval can be asked: the client by elicitation when it declared it on a
+   * 2025-era connection (the 2026-07-28 revision has no server-to-client request), and the session
+   * "allow for this session" is remembered on (none for a per-request 2026-era HTTP instance).
+   */
+  #approvalRoute(server: Server, ctx: ServerContext): ApprovalRoute {
+    const modern = (ctx.mcpReq as { envelope?: unknown }).envelope !== undefined;
+    const canElicit = !modern && server.getClientCapabilities()?.elicitation !== undefined;
+    return {
+      session: this.#sessions.has(server) ? server : undefined,
+      elicit: canElicit
+        ? async ({ message, requestedSchema }, signal) => {
+            const answer = await ctx.mcpReq.elicitInput({ mode: 'form', message, requestedSchema: requestedSchema as ElicitRequestFormParams['requestedSchema'] }, { signal, timeout: 300_000 });
+            return { action: answer.action, ...(answer.content ? { content: answer.content } : {}) };
+          }
+        : undefined,
+    };
+  }
+
+  /**
+   * Who answers the call's ctx.elicit and ctx.sample. On a 2025-era connection whose client declared
+   * `elicitation` (form mode; a bare `{}` means form) or `sampling`, the question goes to the client
+   * as a request related to this call (so over HTTP it rides this call's stream), with the run's
+   * deadline as its timeout and the run's end as its cancellation. The 2026-07-28 revision has no
+   * server-to-client request (only multi-round-trip input_required results, which cannot suspend a
+   * running function), so there, and for clients without elicitation, the studio is asked
+   * through the engine's askInStudio when it has one.
+   */
+  #askers(server: Server, ctx: ServerContext): Pick<McpRunOptions, 'elicit' | 'sample'> {
+    const modern = (ctx.mcpReq as { envelope?: unknown }).envelope !== undefined;
+    const caps = modern ? undefined : server.getClientCapabilities();
+    const elicitation = caps?.elicitation as { form?: unknown; url?: unknown } | undefined;
+    const formElicitation = elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
+    const studio = this.#engine.askInStudio?.bind(this.#engine);
+    return {
+      elicit: formElicitation
+        ? async ({ message, requestedSchema, timeoutMs }, signal) => {
+            const answer = await ctx.mcpReq.send({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } }, { signal, timeout: timeoutMs });
+            return { action: answer.action, ...(answer.content ? { content: answer.content as Record<string, unknown> } : {}), via: 'client' as const };
+          }
+        : studio,
+      sample:
+        caps?.sampling !== undefined
+          ? async ({ functionName: _fn, timeoutMs, ...params }, signal) => {
+              const answer = await ctx.mcpReq.send({ method: 'sampling/createMessage', params }, { signal, timeout: timeoutMs });
+              return { role: answer.role, content: answer.content, model: answer.model, ...(answer.stopReason === undefined ? {} : { stopReason: answer.stopReason }) };
+            }
+          : undefined,
+    };
   }
 
   #listTools(): Tool[] {
@@ -202,10 +259,13 @@ export class ToolServer {
     return { content: [{ type: 'text', text: JSON.stringify(matches, null, 2) }] };
   }
 
-  async #call(server: Server, fn: FunctionRecord, args: unknown, options: McpRunOptions, viaMeta = false): Promise<CallToolResult> {
+  async #call(server: Server, fn: FunctionRecord, args: unknown, options: McpRunOptions, viaMeta = false, approval?: ApprovalRoute): Promise<CallToolResult> {
     let result: RunResult;
     try {
-      result = await this.#engine.run(fn.name, args, options);
+      // A destructive function runs only once a person allowed the call (engine/prompts/approval.ts).
+      const allowed = await this.#engine.approveCall({ fn, args, client: options.client, transport: options.transport, profile: options.profile, signal: options.signal, ...approval });
+      if (!allowed.allowed) return errorResult(allowed.message);
+      result = await this.#engine.run(fn.name, args, { ...options, approval: allowed.decision });
     } catch (error) {
       if (error instanceof StudioError) return errorResult(`${fn.name} cannot run: ${error.message}`);
       this.#options.diagnostic?.(`tools/call ${fn.name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -220,6 +280,8 @@ export class ToolServer {
     return base;
   }
 }
+
+type ApprovalRoute = Pick<ApprovalRequest, 'session' | 'elicit'>;
 
 function toolOf(f: FunctionRecord): Tool {
   return {
@@ -254,6 +316,7 @@ function describeFailure(name: string, result: Extract<RunResult, { ok: false }>
     case 'log_limit':
     case 'fetch_limit':
     case 'response_too_large':
+    case 'sample_limit':
       return `${name} stopped at a sandbox limit (${code}): ${message}`;
     default:
       return `${name} failed (${code}): ${message}`;

@@ -38,6 +38,16 @@ export const ERROR_CODES = [
   'read_only',
   /** Another version of Callable Studio changed the database's schema while this process had it open. */
   'schema_changed',
+  /** A person denied an MCP call that needed approval (a destructive function, or "ask before every call"). */
+  'denied',
+  /** A call needed a person's approval and there was no way to ask (no elicitation, no studio open). */
+  'approval_required',
+  /** Nobody answered the approval prompt before the function's deadline. */
+  'approval_timeout',
+  /** A function asked for more completions (ctx.sample) than its sampling.maxCalls allows. */
+  'sample_limit',
+  /** ctx.elicit or ctx.sample with nobody to ask (the client lacks the capability, no studio open). */
+  'ask_unavailable',
   'forbidden',
   'internal',
 ] as const;

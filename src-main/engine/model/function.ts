@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LimitOverridesSchema, MemoryMbSchema, TimeoutMsSchema } from './limits.ts';
+import { LimitOverridesSchema, MemoryMbSchema, SamplingSettingsSchema, TimeoutMsSchema } from './limits.ts';
 import { isHostPatternError, parseHostPattern } from './hosts.ts';
 
 /** A function's name is its MCP tool name. */
@@ -50,7 +50,11 @@ export const FunctionSpecSchema = z
     timeoutMs: TimeoutMsSchema.optional(),
     memoryMb: MemoryMbSchema.optional(),
     limits: LimitOverridesSchema.optional(),
+    /** Opt-in to ctx.sample (the client's model), at most `maxCalls` completions per run. */
+    sampling: SamplingSettingsSchema.optional(),
     enabled: z.boolean().default(true),
+    /** Ask a person before every MCP call (as for `annotations.destructiveHint: true`). */
+    askBeforeCall: z.boolean().optional(),
   })
   .strict();
 export type FunctionSpec = z.infer<typeof FunctionSpecSchema>;

@@ -6,3 +6,4 @@ export * from './credential.ts';
 export * from './run.ts';
 export * from './validation.ts';
 export * from './profile.ts';
+export * from './testCase.ts';

@@ -34,6 +34,22 @@ export const LimitOverridesSchema = z
   .strict();
 export type LimitOverrides = z.infer<typeof LimitOverridesSchema>;
 
+/** ctx.sample: completions one run may ask for, when a function's `sampling` setting allows any. */
+export const SAMPLING_CALLS = { default: 3, min: 1, max: 20 } as const;
+
+/** A function's opt-in to ctx.sample; present means allowed, `maxCalls` bounds each run. */
+export const SamplingSettingsSchema = z
+  .object({
+    maxCalls: z
+      .number()
+      .int('sampling.maxCalls must be a whole number')
+      .min(SAMPLING_CALLS.min, `sampling.maxCalls must be at least ${SAMPLING_CALLS.min}`)
+      .max(SAMPLING_CALLS.max, `sampling.maxCalls may be at most ${SAMPLING_CALLS.max} (the hard maximum for completions per run)`)
+      .optional(),
+  })
+  .strict();
+export type SamplingSettings = z.infer<typeof SamplingSettingsSchema>;
+
 export const TimeoutMsSchema = bounded('timeoutMs');
 export const MemoryMbSchema = bounded('memoryMb');
 

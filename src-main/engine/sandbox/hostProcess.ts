@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
+import { StudioError, toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
 import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
 import type { SandboxJob, SandboxOutcome } from './protocol.ts';
 
@@ -226,6 +226,9 @@ export class HostProcess {
       case 'fetch':
         this.#fetch(message);
         return;
+      case 'ask':
+        this.#ask(message);
+        return;
       case 'done': {
         const run = this.#runs.get(message.runId);
         if (!run) return;
@@ -252,6 +255,27 @@ export class HostProcess {
         if (this.#runs.get(message.runId) === run) this.#send({ t: 'fetchFailed', runId: message.runId, op: message.op, error: toErrorInfo(error) });
       },
     );
+  }
+
+  /** ctx.elicit / ctx.sample: asked through the job's `ask`, aborted with the run like a fetch. */
+  #ask(message: Extract<HostMessage, { t: 'ask' }>): void {
+    const run = this.#runs.get(message.runId);
+    if (!run) return;
+    const controller = new AbortController();
+    run.fetches.set(message.op, controller);
+    const answer = (ok: boolean, value: unknown, error?: ErrorInfo): void => {
+      run.fetches.delete(message.op);
+      if (this.#runs.get(message.runId) === run) this.#send({ t: 'answer', runId: message.runId, op: message.op, ok, value, ...(error ? { error } : {}) });
+    };
+    const asked = run.job.ask
+      ? run.job.ask({ kind: message.kind, payload: message.payload }, controller.signal)
+      : Promise.reject(new StudioError('ask_unavailable', `ctx.${message.kind} is not available in this run`));
+    asked
+      .then(
+        (value) => answer(true, value),
+        (error: unknown) => answer(false, null, toErrorInfo(error)),
+      )
+      .catch((error: unknown) => this.#options.diagnostic(`sandbox host ${this.pid}: an answer could not be sent: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   #finish(runId: string, outcome: SandboxOutcome): void {

@@ -9,7 +9,7 @@ import type { ContentItem, EffectiveLimits, ErrorInfo, IncomingResponse, LogEntr
 export type { IncomingResponse, OutgoingRequest };
 
 /** Bumped on any incompatible change; a host of another version is refused at `ready`. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** The largest response body (50 MiB) or result (16 MiB) plus room for the envelope. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -93,6 +93,17 @@ export interface ProgressUpdate {
   message?: string;
 }
 
+/**
+ * A question the function asks through the engine: ctx.elicit (a person, through the client or the
+ * studio) or ctx.sample (the client's model). The payload is what the prelude copied out; the
+ * engine checks it before anyone is asked.
+ */
+export type AskKind = 'elicit' | 'sample';
+export interface AskRequest {
+  kind: AskKind;
+  payload: Record<string, unknown>;
+}
+
 /** One call of one function. Arguments are already validated; `argsJson` is their JSON text. */
 export interface SandboxJob {
   functionName: string;
@@ -108,6 +119,8 @@ export interface SandboxJob {
   measureHeap?: boolean | undefined;
   /** The guarded fetch, already bound to this function's policy. Aborted when the run ends. */
   fetch: (request: OutgoingRequest, signal: AbortSignal) => Promise<IncomingResponse>;
+  /** Answers ctx.elicit and ctx.sample (absent: refused). Aborted when the run ends; the run's deadline covers the wait. */
+  ask?: ((request: AskRequest, signal: AbortSignal) => Promise<unknown>) | undefined;
 }
 
 export type SandboxOutcome = ({ ok: true; value: unknown; content?: ContentItem[] } | { ok: false; error: ErrorInfo }) & {
@@ -133,6 +146,7 @@ export const EngineMessageCheck = union({
   cancel: { runId: Id },
   fetched: { runId: Id, op: num, response: IncomingResponseCheck },
   fetchFailed: { runId: Id, op: num, error: ErrorShape },
+  answer: { runId: Id, op: num, ok: bool, value: unknownValue, error: optional(ErrorShape) },
 });
 
 /** What the engine sends a host (the compile-time twin of EngineMessageCheck). */
@@ -141,7 +155,9 @@ export type EngineMessage =
   | { t: 'warm'; fn: string; hash: string; code?: string; memoryMb: number }
   | { t: 'cancel'; runId: string }
   | { t: 'fetched'; runId: string; op: number; response: IncomingResponse }
-  | { t: 'fetchFailed'; runId: string; op: number; error: ErrorInfo | { code: string; message: string; details?: Record<string, unknown> } };
+  | { t: 'fetchFailed'; runId: string; op: number; error: ErrorInfo | { code: string; message: string; details?: Record<string, unknown> } }
+  /** The answer to an `ask`: a value, or the error the function's promise rejects with. */
+  | { t: 'answer'; runId: string; op: number; ok: boolean; value: unknown; error?: ErrorInfo | undefined };
 
 // ---- host → engine ----
 
@@ -157,6 +173,8 @@ export const HostMessageCheck = union({
   log: { runId: Id, level: Level, message: str(MAX_FRAME_BYTES), at: num },
   progress: { runId: Id, progress: num, total: optional(num), message: optional(str(1000)) },
   fetch: { runId: Id, op: num, request: OutgoingRequestCheck },
+  /** ctx.elicit / ctx.sample: the payload is bounded by the frame and checked again by the engine. */
+  ask: { runId: Id, op: num, kind: oneOf('elicit', 'sample'), payload: record },
   done: { runId: Id, outcome: OutcomeCheck },
   /** Every HEARTBEAT_MS: the host's resident size and the cap it holds itself to. */
   beat: { rssBytes: num, capBytes: num, runs: num },
@@ -170,6 +188,7 @@ export type HostMessage =
   | ({ t: 'log'; runId: string } & LogEntry)
   | { t: 'progress'; runId: string; progress: number; total?: number | undefined; message?: string | undefined }
   | { t: 'fetch'; runId: string; op: number; request: OutgoingRequest }
+  | ({ t: 'ask'; runId: string; op: number } & AskRequest)
   | { t: 'done'; runId: string; outcome: SandboxOutcome }
   | { t: 'beat'; rssBytes: number; capBytes: number; runs: number }
   | { t: 'overCap'; rssBytes: number; capBytes: number; suspects: string[] };

@@ -91,6 +91,53 @@ const MIGRATIONS: string[] = [
     SELECT f.id, c.value, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM functions f, json_each(f.spec, '$.credentials') c
     WHERE c.value IN (SELECT name FROM credentials);
   `,
+  // Saved test cases (also tests/<name>.json in a function's folder), and the ctx.fetch exchanges
+  // of recent runs, so a past run can become a test case (bounded: see engine/tests/recordings.ts).
+  `
+  CREATE TABLE IF NOT EXISTS test_cases (
+    function_id INTEGER NOT NULL REFERENCES functions(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (function_id, name)
+  );
+  CREATE TABLE IF NOT EXISTS run_recordings (
+    run_id TEXT PRIMARY KEY,
+    function_name TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    body TEXT NOT NULL
+  );
+  `,
+  // Approval before destructive calls (engine/prompts): the prompts a process puts to the person at
+  // the studio, the studio's presence (a heartbeat), and the decision each MCP run was allowed by.
+  `
+  CREATE TABLE IF NOT EXISTS prompts (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    function_name TEXT NOT NULL,
+    client TEXT,
+    args TEXT NOT NULL,
+    message TEXT NOT NULL,
+    schema TEXT,
+    session_scoped INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    answer TEXT,
+    answered_at TEXT
+  );
+  CREATE INDEX IF NOT EXISTS prompts_by_state ON prompts(state, expires_at);
+  CREATE TABLE IF NOT EXISTS studio_presence (
+    id TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    heartbeat_at INTEGER NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS run_approvals (
+    run_id TEXT PRIMARY KEY,
+    approval TEXT NOT NULL
+  );
+  `,
 ];
 
 export const DATABASE_FILE = 'callable.db';

@@ -3,7 +3,7 @@ import { studio } from '../api/studio.ts';
 import { createStore } from './store.ts';
 
 export type Page = 'functions' | 'credentials' | 'mcp';
-export type Tab = 'editor' | 'settings' | 'console' | 'history';
+export type Tab = 'editor' | 'settings' | 'console' | 'history' | 'tests' | 'advice';
 
 export interface Toast {
   id: number;

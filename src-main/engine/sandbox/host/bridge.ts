@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type ivm from 'isolated-vm';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
 import type { LogEntry, LogLevel } from '../../model/index.ts';
-import type { OutgoingRequest, ProgressUpdate, SandboxJob } from '../protocol.ts';
+import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../protocol.ts';
 
 /** What the host answers an operation of the prelude: a value, or an error the guest sees. */
 export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
@@ -107,6 +107,11 @@ export class EarlyBridge implements HostBinding {
 
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
+/** Errors from a question (ctx.elicit, ctx.sample) that end the whole run. */
+const ASK_ENDING_CODES = new Set<ErrorCode>(['sample_limit']);
+/** The largest question the guest may ask: its message and its schema or messages, as JSON text. */
+const MAX_ASK_MESSAGE_CHARS = 10_000;
+const MAX_ASK_JSON_CHARS = 256 * 1024;
 const LOG_LEVELS = new Set<LogLevel>(['debug', 'info', 'warn', 'error']);
 
 /** What a run lends its bridge: its clock, its end, and how it fails. */
@@ -178,6 +183,7 @@ export class RunBridge implements HostBinding {
       const id = this.#nextOp++;
       if (op === 'sleep') return this.#sleep(id, payload);
       if (op === 'fetch') return this.#fetch(id, payload);
+      if (op === 'elicit' || op === 'sample') return this.#ask(id, op, payload);
       return refusal('unknown host operation');
     } catch {
       return refusal('host operation failed');
@@ -242,6 +248,25 @@ export class RunBridge implements HostBinding {
     return { ok: true, value: id };
   }
 
+  /** ctx.elicit / ctx.sample: the payload crosses as JSON text, is bounded here and checked again by the engine. */
+  #ask(id: number, kind: 'elicit' | 'sample', payload: unknown): HostAnswer {
+    const request = readAsk(kind, payload);
+    if (typeof request === 'string') return refusal(`ctx.${kind}: ${request}`, 'bad_input');
+    const ask = this.#job.ask;
+    if (!ask) return refusal(`ctx.${kind} is not available in this run`, 'ask_unavailable');
+    ask(request, this.#run.signal)
+      .then(
+        (value) => this.#settle(id, true, value),
+        (error: unknown) => {
+          const info = toErrorInfo(error);
+          if (ASK_ENDING_CODES.has(info.code)) this.#run.fail(info.code, info.message, info.details);
+          else this.#settle(id, false, { code: info.code, message: info.message });
+        },
+      )
+      .catch(() => {});
+    return { ok: true, value: id };
+  }
+
   /** Finishes an async host operation inside the isolate, with the time left as its CPU budget. */
   #settle(id: number, ok: boolean, value: unknown): void {
     const ref = this.#settleRef;
@@ -252,6 +277,32 @@ export class RunBridge implements HostBinding {
       this.#run.fail(info.code, info.message, info.details);
     });
   }
+}
+
+function readAsk(kind: 'elicit' | 'sample', payload: unknown): AskRequest | string {
+  if (!payload || typeof payload !== 'object') return 'bad request';
+  const p = payload as Record<string, unknown>;
+  const parse = (text: unknown, what: string): { value: unknown } | { problem: string } => {
+    if (typeof text !== 'string') return { problem: `${what} must be JSON data` };
+    if (text.length > MAX_ASK_JSON_CHARS) return { problem: `${what} is over ${MAX_ASK_JSON_CHARS} characters as JSON` };
+    try {
+      return { value: JSON.parse(text) as unknown };
+    } catch {
+      return { problem: `${what} must be JSON data` };
+    }
+  };
+  if (kind === 'elicit') {
+    if (typeof p.message !== 'string' || p.message.length === 0) return 'the message must be a non-empty string';
+    if (p.message.length > MAX_ASK_MESSAGE_CHARS) return `the message is over ${MAX_ASK_MESSAGE_CHARS} characters`;
+    const schema = parse(p.schema, 'the requested schema');
+    if ('problem' in schema) return schema.problem;
+    return { kind, payload: { message: p.message, requestedSchema: schema.value } };
+  }
+  const messages = parse(p.messages, 'the messages');
+  if ('problem' in messages) return messages.problem;
+  const options = p.options === undefined ? { value: {} } : parse(p.options, 'the options');
+  if ('problem' in options) return options.problem;
+  return { kind, payload: { messages: messages.value, options: options.value } };
 }
 
 function readRequest(payload: unknown): OutgoingRequest | string {

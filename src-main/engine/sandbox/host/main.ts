@@ -31,7 +31,10 @@ const parentPid = process.ppid;
 const channel = new Socket({ fd: 3, readable: true, writable: true });
 const executor = new SandboxExecutor({ onDiagnostic: (message) => process.stderr.write(`${message}\n`) });
 const modules = new Map<string, { hash: string; code: string }>();
-const runs = new Map<string, { abort: AbortController; fetches: Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }> }>();
+const runs = new Map<
+  string,
+  { abort: AbortController; fetches: Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }>; asks: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }> }
+>();
 let nextOp = 1;
 
 function send(message: HostMessage): void {
@@ -69,6 +72,12 @@ function handle(message: EngineMessage): void {
     case 'fetched':
       runs.get(message.runId)?.fetches.get(message.op)?.resolve(message.response);
       return;
+    case 'answer': {
+      const waiting = runs.get(message.runId)?.asks.get(message.op);
+      if (message.ok) waiting?.resolve(message.value);
+      else waiting?.reject(new StudioError(knownCode(message.error?.code ?? 'internal'), message.error?.message ?? 'the question was not answered', message.error?.details));
+      return;
+    }
     case 'fetchFailed': {
       const { code, message: text, details } = message.error;
       runs.get(message.runId)?.fetches.get(message.op)?.reject(new StudioError(knownCode(code), text, details));
@@ -90,7 +99,11 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
     send({ t: 'done', runId, outcome: { ok: false, error: { code: 'internal', message: 'the sandbox host does not have this version of the function' }, logs: [], durationMs: 0, resultBytes: 0 } });
     return;
   }
-  const state = { abort: new AbortController(), fetches: new Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }>() };
+  const state = {
+    abort: new AbortController(),
+    fetches: new Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }>(),
+    asks: new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>(),
+  };
   runs.set(runId, state);
   try {
     const outcome = await executor.run({
@@ -113,6 +126,17 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
             reject(new StudioError('cancelled', 'the run has ended'));
           });
           send({ t: 'fetch', runId, op, request });
+        }),
+      // ctx.elicit / ctx.sample: the engine asks (the client, the studio) and answers.
+      ask: (request, signal) =>
+        new Promise<unknown>((resolve, reject) => {
+          const op = nextOp++;
+          state.asks.set(op, { resolve, reject });
+          signal.addEventListener('abort', () => {
+            state.asks.delete(op);
+            reject(new StudioError('cancelled', 'the run has ended'));
+          });
+          send({ t: 'ask', runId, op, ...request });
         }),
     });
     send({ t: 'done', runId, outcome });

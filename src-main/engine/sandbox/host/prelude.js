@@ -701,6 +701,31 @@ export function callablePrelude(hostSync, hostStart) {
     }
   };
 
+  // ---- ctx.elicit / ctx.sample: questions the engine puts to a person or the client's model ----
+  // Only JSON text crosses out (the host parses it; nothing the guest built is passed by reference),
+  // and the answer comes back as a fresh copy.
+  const rejected = (error) => new PromiseCtor((_, reject) => reject(error));
+  const elicitFn = (message, requestedSchema) => {
+    try {
+      const payload = ObjectCreate(null);
+      payload.message = message === undefined || message === null ? '' : str(message);
+      payload.schema = JSONStringify(requestedSchema === undefined ? { type: 'object', properties: {} } : requestedSchema);
+      return start('elicit', payload);
+    } catch (error) {
+      return rejected(error);
+    }
+  };
+  const sampleFn = (messages, options) => {
+    try {
+      const payload = ObjectCreate(null);
+      payload.messages = JSONStringify(messages);
+      if (options !== undefined && options !== null) payload.options = JSONStringify(options);
+      return start('sample', payload);
+    } catch (error) {
+      return rejected(error);
+    }
+  };
+
   // ---- the handler call ----
   const serialize = (value) => {
     if (value !== null && typeof value === 'object' && call(WeakMapHas, contentBrand, value)) {
@@ -751,6 +776,8 @@ export function callablePrelude(hostSync, hostStart) {
     ctxLog.error = (...args) => log('error', args);
     const ctx = ObjectFreeze({
       fetch: fetchFn,
+      elicit: elicitFn,
+      sample: sampleFn,
       log: ObjectFreeze(ctxLog),
       progress: (progress, total, message) => {
         sync('progress', +progress, total === undefined ? undefined : +total, message === undefined ? undefined : str(message));

@@ -1,11 +1,12 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { ContentItem, RunResult } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { JsonView } from '../../components/JsonView.tsx';
 import { toast } from '../../store/app.ts';
 import { consoleRequest } from '../../store/console.ts';
 import { draft, isDirty, saveDraft } from '../../store/draft.ts';
-import { ArgsForm } from './ArgsForm.tsx';
+import { SchemaForm, type SchemaValidity } from '../forms/SchemaForm.tsx';
+import { SaveAsTest } from '../tests/SaveAsTest.tsx';
 
 const argsKey = (name: string): string => `callable.console.args.${name}`;
 
@@ -23,6 +24,15 @@ export function ConsolePane() {
   const [running, setRunning] = useState<string | undefined>();
   const [result, setResult] = useState<RunResult | undefined>();
   const [error, setError] = useState<string | undefined>();
+  const [validity, setValidity] = useState<SchemaValidity | undefined>();
+  // The form and raw mode edit the same JSON text.
+  const formValue = useMemo((): { ok: true; value: unknown } | { ok: false } => {
+    try {
+      return { ok: true, value: JSON.parse(text) as unknown };
+    } catch {
+      return { ok: false };
+    }
+  }, [text]);
 
   useEffect(() => {
     if (name) setText(rememberedArgs(name));
@@ -89,8 +99,10 @@ export function ConsolePane() {
         </div>
         {raw ? (
           <textarea aria-label="Arguments JSON" className="args-json" rows={10} value={text} onChange={(e) => setText(e.target.value)} />
+        ) : formValue.ok ? (
+          <SchemaForm key={name} idPrefix="arg" schema={inputSchema} value={formValue.value} onChange={(v) => setText(JSON.stringify(v ?? {}, null, 2))} onValidity={setValidity} />
         ) : (
-          <ArgsForm schema={inputSchema} text={text} onChange={setText} />
+          <p className="error-text">The arguments are not valid JSON: switch to raw JSON to fix them.</p>
         )}
         <div className="row" style={{ marginTop: 8 }}>
           <button className="primary" onClick={() => void run(text)} disabled={running !== undefined} title="Ctrl/Cmd+Enter">
@@ -100,6 +112,11 @@ export function ConsolePane() {
             <button onClick={() => void studio.runs.cancel({ token: running }).catch((e: unknown) => toast(asUiError(e).message, 'error'))}>Cancel</button>
           )}
           {running && <span className="muted">Running…</span>}
+          {!raw && formValue.ok && validity && validity.problems.length > 0 && (
+            <span className="error-text" data-testid="args-problems" title={validity.problems.join('\n')}>
+              {validity.problems.length === 1 ? '1 problem' : `${validity.problems.length} problems`} in the arguments: a run would be refused
+            </span>
+          )}
         </div>
         {error && (
           <p className="error-text" role="alert">
@@ -117,6 +134,7 @@ function RunView({ result }: { result: RunResult }) {
     <section className="console-output" data-testid="run-result">
       <div className="row">
         <span className={`badge ${result.ok ? 'ok' : 'err'}`}>{result.ok ? 'ok' : result.error.code}</span>
+        {(result.ok || result.error.code !== 'bad_input') && <SaveAsTest key={result.runId} runId={result.runId} source="console" />}
         <span className="muted">
           {result.metrics.durationMs} ms
           {result.metrics.heapBytes !== undefined && ` · heap ${(result.metrics.heapBytes / 1024 / 1024).toFixed(1)} MB`}

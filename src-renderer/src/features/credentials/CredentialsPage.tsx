@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react'
 import type { CredentialView } from '../../../../src-preload/contract.ts';
 import type { CredentialPlacement, CredentialSpec } from '../../../../src-preload/model.ts';
 import { asUiError, studio, type UiError } from '../../api/studio.ts';
+import { ConfirmDelete } from '../../components/ConfirmDelete.tsx';
 import { toast } from '../../store/app.ts';
 import './credentials.css';
 
@@ -77,8 +78,13 @@ export function CredentialsPage() {
 
   useEffect(() => {
     void refresh();
-    // usedBy follows the functions' settings.
-    return studio.on('catalog:changed', () => void refresh());
+    // usedBy follows the functions' settings; credentials and grants may change in another process (the CLI).
+    const offCatalog = studio.on('catalog:changed', () => void refresh());
+    const offCredentials = studio.on('credentials:changed', () => void refresh());
+    return () => {
+      offCatalog();
+      offCredentials();
+    };
   }, [refresh]);
 
   const [form, setForm] = useState<Form>(EMPTY);
@@ -213,26 +219,19 @@ export function CredentialsPage() {
                     )}
                   </td>
                   <td className="cred-actions">
-                    {confirming === c.name ? (
-                      <span className="row">
-                        <span>
-                          Really delete?{c.usedBy.length > 0 && ` ${c.usedBy.length} function${c.usedBy.length === 1 ? '' : 's'} use${c.usedBy.length === 1 ? 's' : ''} it.`}
-                        </span>
-                        <button className="danger" onClick={() => void remove(c.name)} title={`Delete ${c.name} and its secret`}>
-                          Delete
-                        </button>
-                        <button onClick={() => setConfirming(undefined)}>Cancel</button>
-                      </span>
-                    ) : (
-                      <span className="row">
-                        <button onClick={() => startEdit(formOf(c))} title={`Edit or replace ${c.name}`}>
-                          Edit
-                        </button>
-                        <button className="danger" onClick={() => setConfirming(c.name)} title={`Delete ${c.name}`}>
-                          Delete
-                        </button>
-                      </span>
-                    )}
+                    <ConfirmDelete
+                      asking={confirming === c.name}
+                      onAsk={() => setConfirming(c.name)}
+                      onCancel={() => setConfirming(undefined)}
+                      onConfirm={() => void remove(c.name)}
+                      note={c.usedBy.length > 0 ? `${c.usedBy.length} function${c.usedBy.length === 1 ? '' : 's'} use${c.usedBy.length === 1 ? 's' : ''} it.` : undefined}
+                      askTitle={`Delete ${c.name}`}
+                      confirmTitle={`Delete ${c.name} and its secret`}
+                    >
+                      <button onClick={() => startEdit(formOf(c))} title={`Edit or replace ${c.name}`}>
+                        Edit
+                      </button>
+                    </ConfirmDelete>
                   </td>
                 </tr>
               ))}

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import type { TemplateInfo } from '../../../../src-preload/contract.ts';
+import type { ScaffoldedFunction, TemplateInfo } from '../../../../src-preload/contract.ts';
 import { specOf } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { app, refreshFunctions, setDirty, toast } from '../../store/app.ts';
@@ -103,6 +103,12 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
   const [template, setTemplate] = useState('');
   const [name, setName] = useState('');
   const [error, setError] = useState<string | undefined>();
+  /** What the new function starts from: a template, a pasted curl command, or an operation of an OpenAPI spec file. */
+  const [origin, setOrigin] = useState<'template' | 'curl' | 'openapi'>('template');
+  const [curl, setCurl] = useState('');
+  const [specFile, setSpecFile] = useState('');
+  const [operation, setOperation] = useState('');
+  const [made, setMade] = useState<ScaffoldedFunction | undefined>();
 
   useEffect(() => {
     studio.templates.list({}).then((list) => {
@@ -113,6 +119,16 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
 
   const create = async (): Promise<void> => {
     try {
+      if (origin !== 'template') {
+        const from = origin === 'curl' ? { kind: 'curl' as const, command: curl } : { kind: 'openapi' as const, file: specFile, operation };
+        const result = await studio.functions.createFromRequest({ name, from });
+        await refreshFunctions();
+        app.set({ selected: name, tab: 'editor' });
+        // The secret was not kept: say which credential to store before the dialog goes.
+        if (result.notes.length > 0 || (result.credential && !result.credential.exists)) setMade(result);
+        else onClose();
+        return;
+      }
       await studio.functions.create({ template, name });
       await refreshFunctions();
       app.set({ selected: name, tab: 'editor' });
@@ -126,6 +142,51 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
     <div className="modal-backdrop">
       <div className="modal" role="dialog" aria-label="New function">
         <h3>New function</h3>
+        {made ? (
+          <div className="field" aria-label="Created from the request">
+            <p>Created {made.record.name} for {made.record.allowedHosts.join(', ')}.</p>
+            {made.credential && !made.credential.exists && (
+              <p>
+                The secret ({made.credential.from}) was not kept. Store it on the Credentials page as <span className="mono">{made.credential.name}</span> for {made.credential.hosts.join(', ')},{' '}
+                {made.credential.placement.kind === 'header' ? `header ${made.credential.placement.header}, template "${made.credential.placement.template}"` : `query parameter ${made.credential.placement.param}`}
+                ; or in a terminal: <span className="mono">{made.credential.command}</span>
+              </p>
+            )}
+            {made.notes.map((n) => (
+              <p key={n} className="hint">
+                {n}
+              </p>
+            ))}
+            <button className="primary" onClick={onClose}>
+              Done
+            </button>
+          </div>
+        ) : (
+          <>
+        <div className="field">
+          <label htmlFor="new-origin">Start from</label>
+          <select id="new-origin" aria-label="Start from" value={origin} onChange={(e) => setOrigin(e.target.value as typeof origin)}>
+            <option value="template">A template</option>
+            <option value="curl">A curl command</option>
+            <option value="openapi">An OpenAPI operation</option>
+          </select>
+        </div>
+        {origin === 'curl' && (
+          <div className="field">
+            <label htmlFor="new-curl">curl command</label>
+            <textarea id="new-curl" aria-label="curl command" className="mono" rows={6} value={curl} placeholder="curl https://api.example.com/v1/things -H 'Authorization: Bearer …'" onChange={(e) => setCurl(e.target.value)} />
+            <span className="hint">Query, JSON and form values become arguments; an Authorization or API-key header becomes a credential, and its secret is not kept.</span>
+          </div>
+        )}
+        {origin === 'openapi' && (
+          <div className="field">
+            <label htmlFor="new-spec">OpenAPI spec file</label>
+            <input id="new-spec" aria-label="OpenAPI spec file" className="mono" value={specFile} placeholder="/path/to/openapi.yaml" onChange={(e) => setSpecFile(e.target.value)} />
+            <label htmlFor="new-operation">Operation</label>
+            <input id="new-operation" aria-label="Operation" className="mono" value={operation} placeholder="operationId, or GET /path" onChange={(e) => setOperation(e.target.value)} />
+          </div>
+        )}
+        {origin === 'template' && (
         <div className="field">
           <label htmlFor="template">Template</label>
           <select id="template" aria-label="Template" value={template} onChange={(e) => setTemplate(e.target.value)}>
@@ -137,6 +198,7 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
           </select>
           <span className="hint">{templates.find((t) => t.id === template)?.description}</span>
         </div>
+        )}
         <div className="field">
           <label htmlFor="new-name">Name</label>
           <input id="new-name" aria-label="Function name" className="mono" value={name} placeholder="e.g. translate_text" onChange={(e) => setName(e.target.value)} />
@@ -144,11 +206,17 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
         </div>
         {error && <p className="error-text" role="alert">{error}</p>}
         <div className="row">
-          <button className="primary" onClick={() => void create()} disabled={!name || !template}>
+          <button
+            className="primary"
+            onClick={() => void create()}
+            disabled={!name || (origin === 'template' ? !template : origin === 'curl' ? !curl.trim() : !specFile.trim() || !operation.trim())}
+          >
             Create
           </button>
           <button onClick={onClose}>Cancel</button>
         </div>
+          </>
+        )}
       </div>
     </div>
   );

@@ -69,6 +69,10 @@ export function SettingsPane() {
                 {label}
               </label>
             ))}
+            <label className="row">
+              <input type="checkbox" checked={spec.askBeforeCall === true} onChange={(e) => editSpec({ askBeforeCall: e.target.checked ? true : undefined })} />
+              Ask before every call (an MCP client's call waits for a person to allow it, as for a destructive function)
+            </label>
           </div>
 
           <h3>Network and credentials</h3>

@@ -1,0 +1,244 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { get as httpGet } from 'node:http';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { StudioError, type Engine } from '../engine/index.ts';
+import { parseAllowedOrigins } from '../engine/mcp/httpOrigin.ts';
+import { secretPutLines, writeDeployment, type DeployTarget } from '../engine/deploy/generate.ts';
+import { aborted, EXIT_FAILED, EXIT_OK, parse, signalExitCode, UsageError, type Command, type CommandContext } from './common.ts';
+
+const TARGETS: readonly DeployTarget[] = ['workerd', 'cloudflare'];
+/** Files a deployment writes: a folder holding one of them may be written again. */
+const MARKERS = ['config.capnp', 'DEPLOY.md'];
+
+/** The npm `workerd` binary. */
+export function workerdBinary(): string {
+  const require = createRequire(import.meta.url);
+  return join(dirname(require.resolve('workerd/package.json')), 'bin', 'workerd');
+}
+
+function checkOut(path: string): void {
+  if (!existsSync(path)) return;
+  if (!statSync(path).isDirectory()) throw new UsageError(`--out ${path} is a file; give a folder (it is created if missing)`);
+  const entries = readdirSync(path);
+  if (entries.length > 0 && !MARKERS.some((m) => entries.includes(m))) {
+    throw new UsageError(`--out ${path} is not empty and holds no earlier deployment; give an empty or new folder`);
+  }
+}
+
+/** Resolves once something accepts connections on 127.0.0.1:port. */
+async function listening(port: number, stop: AbortSignal): Promise<void> {
+  for (;;) {
+    if (stop.aborted) return;
+    const ok = await new Promise<boolean>((done) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        done(true);
+      });
+      socket.once('error', () => done(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Whether 127.0.0.1:port is taken by another program. */
+function portTaken(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.once('error', () => done(true));
+    server.listen(port, '127.0.0.1', () => server.close(() => done(false)));
+  });
+}
+
+export const deploy: Command = {
+  usage: 'deploy --target workerd|cloudflare [--out DIR] [--profile NAME] [--serve] [--port N] [--allow-origin ORIGIN]…',
+  summary:
+    'Writes the enabled functions (of a profile) as a workerd project (--target workerd) or a Wrangler project for Cloudflare Workers (--target cloudflare); --serve runs the workerd one here, with secrets from the keychain in its environment only.',
+  options: [
+    ['--target workerd|cloudflare', 'what to write'],
+    ['--out DIR', 'where (created if missing; an earlier deployment there is replaced); --serve without it uses a temporary folder'],
+    ['--profile NAME', 'deploy only the functions of this profile'],
+    ['--serve', 'start it with the npm workerd binary and print the MCP URL and the token (workerd only; runs until interrupted)'],
+    ['--port N', 'the port workerd listens on, on 127.0.0.1 (default 8787)'],
+    ['--allow-origin ORIGIN', 'accept browser requests from this origin (repeatable; none by default)'],
+  ],
+  examples: ['callable deploy --target workerd --serve --port 8787', 'callable deploy --target cloudflare --out ./cf --profile writing'],
+  createsDataDir: () => false,
+  async run(ctx) {
+    const { values } = parse(
+      ctx.args,
+      {
+        target: { type: 'string' },
+        out: { type: 'string' },
+        profile: { type: 'string' },
+        serve: { type: 'boolean' },
+        port: { type: 'string' },
+        'allow-origin': { type: 'string', multiple: true },
+      },
+      0,
+    );
+    if (values.target === undefined) throw new UsageError('--target is required: workerd or cloudflare');
+    const target = values.target as DeployTarget;
+    if (!TARGETS.includes(target)) throw new UsageError(`--target "${values.target}" is not a target: give workerd or cloudflare`);
+    if (values.serve && target !== 'workerd') throw new UsageError('--serve runs workerd here; a cloudflare project is deployed with wrangler (see DEPLOY.md it writes)');
+    if (values.port !== undefined && !values.serve && target !== 'workerd') throw new UsageError('--port is for --target workerd');
+    const port = values.port === undefined ? 8787 : Number(values.port);
+    if (!/^\d+$/.test(values.port ?? '8787') || !Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError('--port must be a number from 1 to 65535');
+    if (values.out === undefined && !values.serve) throw new UsageError('--out DIR is required (the folder to write the project to)');
+    const allowed = parseAllowedOrigins(values['allow-origin'] ?? []);
+    if ('error' in allowed) throw new UsageError(`--allow-origin: ${allowed.error}`);
+    if (values.out !== undefined) checkOut(resolve(ctx.io.cwd, values.out));
+
+    // workerd would fail to bind a taken port, and the wait for it to listen would see the other program instead.
+    if (values.serve && (await portTaken(port))) throw new StudioError('conflict', `port ${port} is already in use on 127.0.0.1; pick another with --port`);
+    const engine = ctx.engine();
+    // --serve without --out: a temporary folder, removed when the command ends.
+    const temporary = values.out === undefined;
+    const outDir = temporary ? mkdtempSync(join(tmpdir(), 'callable-deploy-')) : resolve(ctx.io.cwd, values.out!);
+    // (also on the way out when interrupted: the process may exit before this command returns)
+    const cleanup = (): void => void (temporary && rmSync(outDir, { recursive: true, force: true }));
+    process.once('exit', cleanup);
+    try {
+      return await deployTo(ctx, engine, { target, outDir, profile: values.profile, port, allowedOrigins: allowed.origins, serve: values.serve === true });
+    } finally {
+      process.off('exit', cleanup);
+      cleanup();
+    }
+  },
+};
+
+async function deployTo(
+  ctx: CommandContext,
+  engine: Engine,
+  options: { target: DeployTarget; outDir: string; profile: string | undefined; port: number; allowedOrigins: string[]; serve: boolean },
+): Promise<number> {
+  const { target, outDir, port } = options;
+  const deployment = await writeDeployment(engine, { target, outDir, profile: options.profile, port, allowedOrigins: options.allowedOrigins });
+  for (const k of deployment.skipped) ctx.err(`callable deploy: not deployed: ${k.function}: ${k.reason}`);
+  for (const u of deployment.ungranted) {
+    ctx.err(`callable deploy: ${u.function} lists credential "${u.credential}", which is not granted (or does not exist): its requests with it will be refused`);
+  }
+  ctx.out(`wrote ${deployment.functions.length} function(s) (${deployment.functions.join(', ')}) to ${outDir} for ${target}`);
+  if (target === 'cloudflare') {
+    ctx.out(`deploy with wrangler as ${deployment.entry} says; then give the secrets (wrangler asks for each value):`);
+    for (const line of secretPutLines(deployment.secrets)) ctx.out(`  ${line}`);
+    return EXIT_OK;
+  }
+  if (!options.serve) {
+    ctx.out(`run it: ${deployment.tokenVar}=<token> ${deployment.secrets.map((s) => `${s.envVar}=<secret> `).join('')}npx workerd serve --experimental ${deployment.entry}`);
+    return EXIT_OK;
+  }
+
+  // --serve: the secrets go from the keychain into workerd's environment, and nowhere else.
+  const token = await engine.mcpToken();
+  const env: NodeJS.ProcessEnv = { PATH: ctx.io.env.PATH ?? '', [deployment.tokenVar]: token };
+  for (const s of deployment.secrets) {
+    const injection = await engine.credentials.injection(s.credential, [s.credential]);
+    env[s.envVar] = injection.secret;
+  }
+  let tail = '';
+  const forward = (data: Buffer): void => {
+    const text = data.toString();
+    tail = (tail + text).slice(-2000);
+    ctx.io.stderr.write(text);
+  };
+  let current = startWorkerd(deployment.entry, outDir, port, env, forward);
+  // workerd ends with this command however it ends: interrupted (the abort fires before the process
+  // exits, so the signal is sent in time), or the process exiting for any other reason.
+  const stopChild = (): void => void current.child.kill('SIGTERM');
+  ctx.interrupted.addEventListener('abort', stopChild, { once: true });
+  process.once('exit', stopChild);
+  try {
+    const ready = await untilListening(current, port, ctx.interrupted);
+    if (ready === 'exited') {
+      const last = tail.trim().split('\n').pop() ?? '';
+      throw new StudioError('internal', `workerd exited before it listened on 127.0.0.1:${port}${last ? `: ${last}` : ''}`);
+    }
+    if (ready === 'ready') {
+      ctx.out(`MCP on http://127.0.0.1:${port}/mcp`);
+      ctx.out(`token ${token}`);
+      ctx.err(`callable deploy: serving ${deployment.functions.length} function(s) with workerd (pid ${current.child.pid}); clients send "Authorization: Bearer <token>"`);
+      // workerd enforces no CPU limit: a function that keeps the CPU busy holds the process's only
+      // thread, past its deadline. When workerd stops answering for longer than the longest
+      // deadline (plus a second), it is replaced; the calls in flight in it are lost.
+      const stallMs = deployment.longestTimeoutMs + 1000;
+      let lastAnswer = Date.now();
+      for (;;) {
+        const what = await Promise.race([
+          new Promise((r) => setTimeout(r, WATCH_EVERY_MS)).then(() => 'tick' as const),
+          current.exited.then(() => 'exited' as const),
+          aborted(ctx.interrupted).then(() => 'stopped' as const),
+        ]);
+        if (what === 'stopped') break;
+        if (what === 'exited') {
+          ctx.err(`callable deploy: workerd stopped (exit ${current.child.exitCode ?? current.child.signalCode})`);
+          return EXIT_FAILED;
+        }
+        if (await answers(port, WATCH_EVERY_MS)) {
+          lastAnswer = Date.now();
+          continue;
+        }
+        const silent = Date.now() - lastAnswer;
+        if (silent <= stallMs) continue;
+        ctx.err(`callable deploy: workerd did not answer for ${silent} ms (a function kept the CPU busy past its deadline?): restarting it; the calls in it are lost`);
+        current.child.kill('SIGKILL');
+        await current.exited;
+        current = startWorkerd(deployment.entry, outDir, port, env, forward);
+        if ((await untilListening(current, port, ctx.interrupted)) !== 'ready') continue;
+        ctx.err(`callable deploy: workerd restarted (pid ${current.child.pid})`);
+        lastAnswer = Date.now();
+      }
+    }
+    stopChild();
+    await current.exited;
+    return signalExitCode(ctx.interrupted.reason);
+  } finally {
+    process.off('exit', stopChild);
+  }
+}
+
+const WATCH_EVERY_MS = 500;
+
+interface RunningWorkerd {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+function startWorkerd(config: string, cwd: string, port: number, env: NodeJS.ProcessEnv, forward: (data: Buffer) => void): RunningWorkerd {
+  const child = spawn(workerdBinary(), ['serve', '--experimental', config, '--socket-addr', `http=127.0.0.1:${port}`], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.on('data', forward);
+  child.stderr.on('data', forward);
+  return { child, exited: new Promise((done) => child.once('exit', (code) => done(code))) };
+}
+
+async function untilListening(running: RunningWorkerd, port: number, interrupted: AbortSignal): Promise<'ready' | 'exited' | 'stopped'> {
+  const stop = new AbortController();
+  try {
+    return await Promise.race([
+      listening(port, stop.signal).then(() => 'ready' as const),
+      running.exited.then(() => 'exited' as const),
+      aborted(interrupted).then(() => 'stopped' as const),
+    ]);
+  } finally {
+    stop.abort();
+  }
+}
+
+/** Whether the gateway answers its health check within `timeoutMs`. */
+function answers(port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((done) => {
+    const req = httpGet({ host: '127.0.0.1', port, path: '/healthz', timeout: timeoutMs, agent: false }, (res) => {
+      res.resume();
+      done(res.statusCode === 200);
+    });
+    req.once('timeout', () => req.destroy());
+    req.once('error', () => done(false));
+  });
+}
+
+export const commands: Record<string, Command> = { deploy };

@@ -1,0 +1,189 @@
+// The egress Worker: every request a function's isolate makes arrives here (through the gateway's
+// Outbound entrypoint, which names the function in x-callable-function). It applies the function's
+// allowedHosts with the engine's own matching rules (model/hosts.ts) and address classification
+// (net/addresses.ts), adds a credential from this Worker's own secret bindings towards that
+// credential's hosts only, follows and re-checks redirects, caps the response body, and returns
+// one trace entry per hop. Bundled by `callable deploy`; the secrets never leave this Worker.
+import { hostMatches, isHostPatternError, parseHostPattern } from '../../model/hosts.ts';
+import { classifyAddress, isIpLiteral, unbracket } from '../../net/addresses.ts';
+import { POLICIES, CREDENTIALS } from 'callable:egress';
+
+const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
+const MAX_REDIRECTS = 5;
+
+function refuse(code, message, trace) {
+  return new Response(message, { status: 502, headers: { 'x-callable-error': code, 'x-callable-trace': JSON.stringify(trace) } });
+}
+
+function patternsOf(list) {
+  return list.map((h) => parseHostPattern(h)).filter((p) => !isHostPatternError(p));
+}
+
+/** Why `url` may not be fetched by a function with these patterns, or undefined. */
+function checkUrl(url, patterns, allowedHosts) {
+  if (url.username !== '' || url.password !== '') return 'URLs with a user name or password are refused';
+  const defaultPort = url.protocol === 'https:' ? 443 : url.protocol === 'http:' ? 80 : 0;
+  if (defaultPort === 0) return `${url.protocol} URLs are refused: only https (and http to a local address the allow-list names)`;
+  const port = url.port === '' ? defaultPort : Number(url.port);
+  const hostname = url.hostname.toLowerCase();
+  const named = patterns.some((p) => hostMatches(p, hostname, port, defaultPort));
+  if (!named) {
+    return `${url.host} is not on this function's allowedHosts (${allowedHosts.length === 0 ? 'empty: no network' : allowedHosts.join(', ')})`;
+  }
+  const literal = isIpLiteral(hostname);
+  const exact = literal && patterns.some((p) => p.literal && !p.wildcard && p.host === hostname && (p.port ?? defaultPort) === port);
+  if (literal) {
+    // A loopback or private literal passes only when the allow-list names it exactly (local mock servers).
+    const verdict = classifyAddress(unbracket(hostname), exact);
+    if (!verdict.allowed) return verdict.reason;
+  }
+  if (url.protocol === 'http:' && !(exact && !classifyAddress(unbracket(hostname), false).allowed)) {
+    return 'plain http is refused: use https (http only to a literal local address the allow-list names, e.g. 127.0.0.1:8080)';
+  }
+  return undefined;
+}
+
+/** Reads a body up to `limit` bytes; undefined when it is larger. */
+async function readCapped(body, limit) {
+  if (body === null) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+function redact(bytes, secret, name) {
+  if (secret === undefined || secret === '') return bytes;
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  if (!text.includes(secret)) return bytes;
+  return new TextEncoder().encode(text.split(secret).join(`[redacted:${name}]`));
+}
+
+export default {
+  async fetch(request, env) {
+    const fnName = request.headers.get('x-callable-function');
+    const policy = fnName === null ? undefined : POLICIES[fnName];
+    const method = request.method.toUpperCase();
+    const display = (u) => `${u.protocol}//${u.host}${u.pathname}`;
+    if (!policy) return refuse('egress_refused', 'egress: the request does not come from a deployed function', []);
+    const patterns = patternsOf(policy.allowedHosts);
+    const headers = new Headers();
+    let credentialName;
+    let redirectMode = 'follow';
+    for (const [name, value] of request.headers) {
+      const lower = name.toLowerCase();
+      if (lower === 'x-callable-function') continue;
+      if (lower === 'x-callable-credential') {
+        credentialName = value;
+        continue;
+      }
+      if (lower === 'x-callable-redirect') {
+        redirectMode = value;
+        continue;
+      }
+      // workerd adds these itself on the way from the isolate; they are not the function's.
+      if (lower === 'cf-connecting-ip' || lower === 'cf-worker' || lower === 'cf-ray') continue;
+      if (MANAGED.has(lower) || lower.startsWith('proxy-')) {
+        const url = new URL(request.url);
+        return refuse('egress_refused', `${method} ${display(url)} refused: the "${name}" header is set by the host, not by the function; remove it`, []);
+      }
+      headers.append(name, value);
+    }
+    let injection;
+    if (credentialName !== undefined) {
+      if (!policy.credentials.includes(credentialName)) {
+        return refuse('credential_refused', `this function may not use credential "${credentialName}": add it to the function's "credentials" list and grant it`, []);
+      }
+      const spec = CREDENTIALS[credentialName];
+      const secret = env[spec.binding];
+      if (typeof secret !== 'string' || secret === '') {
+        return refuse('credential_refused', `credential "${credentialName}" has no secret in this deployment (binding ${spec.binding})`, []);
+      }
+      injection = { ...spec, secret, hosts: patternsOf(spec.hosts) };
+    }
+    const body = method === 'GET' || method === 'HEAD' ? undefined : new Uint8Array(await request.arrayBuffer());
+    const trace = [];
+    let url = new URL(request.url);
+    let redirectFrom;
+    for (let hop = 0; ; hop++) {
+      const why = checkUrl(url, patterns, policy.allowedHosts);
+      if (why) {
+        trace.push({ method, url: display(url), ms: 0, bytesOut: 0, bytesIn: 0, refused: why, ...(redirectFrom ? { redirectFrom } : {}) });
+        return refuse('egress_refused', `${method} ${display(url)} refused: ${why}`, trace);
+      }
+      const defaultPort = url.protocol === 'https:' ? 443 : 80;
+      const port = url.port === '' ? defaultPort : Number(url.port);
+      const send = injection !== undefined && injection.hosts.some((h) => hostMatches(h, url.hostname.toLowerCase(), port, defaultPort));
+      if (injection && !send && hop === 0) {
+        const reason = `credential "${injection.name}" may only be sent to ${injection.hostsText}`;
+        trace.push({ method, url: display(url), ms: 0, bytesOut: 0, bytesIn: 0, refused: reason, credential: injection.name });
+        return refuse('egress_refused', `${method} ${display(url)} refused: ${reason}`, trace);
+      }
+      const out = new URL(url.href);
+      const outHeaders = new Headers(headers);
+      if (send && injection.header) outHeaders.set(injection.header, injection.template.split('{secret}').join(injection.secret));
+      if (send && injection.query) out.searchParams.set(injection.query, injection.secret);
+      if (!outHeaders.has('user-agent')) outHeaders.set('user-agent', 'CallableStudio/0.1 (workerd)');
+      const started = Date.now();
+      const entry = { method, url: display(url), ms: 0, bytesOut: body?.byteLength ?? 0, bytesIn: 0, ...(send ? { credential: injection.name } : {}), ...(redirectFrom ? { redirectFrom } : {}) };
+      let response;
+      try {
+        response = await fetch(out.href, { method, headers: outHeaders, body, redirect: 'manual' });
+      } catch (error) {
+        entry.ms = Date.now() - started;
+        entry.error = `request failed: ${error?.message ?? String(error)}`;
+        trace.push(entry);
+        return refuse('fetch_failed', `${method} ${display(url)}: ${entry.error}`, trace);
+      }
+      entry.status = response.status;
+      const location = response.headers.get('location');
+      if (response.status >= 300 && response.status < 400 && location !== null && redirectMode !== 'manual') {
+        await response.body?.cancel();
+        entry.ms = Date.now() - started;
+        trace.push(entry);
+        if (redirectMode === 'error') return refuse('fetch_failed', `${method} ${display(url)} redirected to ${location} and the request said redirect: "error"`, trace);
+        if (hop + 1 > MAX_REDIRECTS) return refuse('fetch_failed', `${request.url}: more than ${MAX_REDIRECTS} redirects`, trace);
+        redirectFrom = display(url);
+        url = new URL(location, url);
+        continue;
+      }
+      const bytes = await readCapped(response.body, policy.responseBytes);
+      entry.ms = Date.now() - started;
+      if (bytes === undefined) {
+        entry.error = 'response too large';
+        trace.push(entry);
+        return refuse(
+          'response_too_large',
+          `the response from ${url.host} is larger than the response body limit (${policy.responseBytes} bytes); raise limits.responseBytes if that is expected`,
+          trace,
+        );
+      }
+      entry.bytesIn = bytes.byteLength;
+      trace.push(entry);
+      const shown = injection ? redact(bytes, injection.secret, injection.name) : bytes;
+      const back = new Headers(response.headers);
+      back.delete('content-length');
+      back.delete('content-encoding');
+      back.set('x-callable-trace', JSON.stringify(trace));
+      back.set('x-callable-final-url', url.href);
+      if (hop > 0) back.set('x-callable-redirected', '1');
+      return new Response(shown, { status: response.status, statusText: response.statusText, headers: back });
+    }
+  },
+};

@@ -1,0 +1,195 @@
+// The gateway Worker: Streamable HTTP MCP (both protocol eras, through the MCP SDK's web-standard
+// handler, stateless) in front of the functions. Each call loads the function into an isolate of
+// its own with workerd's Worker Loader; that isolate's global fetch goes to the Outbound
+// entrypoint below, which counts it and hands it to the egress Worker. Bundled by `callable deploy`.
+import { WorkerEntrypoint } from 'cloudflare:workers';
+import { CLIENT_INFO_META_KEY, createMcpHandler, hostHeaderValidationResponse, localhostAllowedHostnames, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
+import { originAllowed } from '../../mcp/httpOrigin.ts';
+import { formatAjvErrors } from '../../functions/schemas.ts';
+import { CATALOG, SETTINGS, RUNTIME } from 'callable:catalog';
+import { VALIDATORS } from 'callable:validators';
+
+const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
+const byName = new Map(CATALOG.map((f) => [f.name, f]));
+/** Calls in flight in this isolate, by id: what their Outbound requests are counted against. */
+const calls = new Map();
+let nextCall = 0;
+
+/** The one way out of a function's isolate: counted per call, then handed to the egress Worker. */
+export class Outbound extends WorkerEntrypoint {
+  async fetch(request) {
+    const call = calls.get(this.ctx.props.callId);
+    if (!call) return refusal('cancelled', 'the run has ended');
+    if (call.fetches >= call.fn.limits.fetchCount) {
+      return refusal('fetch_limit', `more than ${call.fn.limits.fetchCount} fetches (limits.fetchCount); raise it if that is expected`);
+    }
+    call.fetches++;
+    const headers = new Headers(request.headers);
+    for (const name of [...headers.keys()]) if (name.startsWith('x-callable-function')) headers.delete(name);
+    headers.set('x-callable-function', call.fn.name);
+    const response = await this.env.EGRESS.fetch(new Request(request, { headers }));
+    const trace = response.headers.get('x-callable-trace');
+    if (trace) for (const entry of JSON.parse(trace)) call.trace.push(entry);
+    const out = new Headers(response.headers);
+    out.delete('x-callable-trace');
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: out });
+  }
+}
+
+function refusal(code, message) {
+  return new Response(message, { status: 502, headers: { 'x-callable-error': code } });
+}
+
+function toolOf(f) {
+  return {
+    name: f.name,
+    ...(f.title ? { title: f.title } : {}),
+    description: f.description,
+    inputSchema: f.inputSchema,
+    ...(f.outputSchema ? { outputSchema: f.outputSchema } : {}),
+    ...(f.annotations ? { annotations: f.annotations } : {}),
+  };
+}
+
+function errorResult(text) {
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
+const LIMIT_CODES = new Set(['timeout', 'memory_limit', 'result_too_large', 'log_limit', 'fetch_limit', 'response_too_large']);
+
+/** The same wording as the local server's results (src-main/engine/mcp/server.ts). */
+function describeFailure(name, error) {
+  if (error.code === 'bad_input') return `Invalid arguments for ${name}: ${error.problem}. Fix the arguments to match the tool's input schema and call again.`;
+  if (error.code === 'function_error') return `${name} failed: ${error.message}`;
+  if (LIMIT_CODES.has(error.code)) return `${name} stopped at a sandbox limit (${error.code}): ${error.message}`;
+  return `${name} failed (${error.code}): ${error.message}`;
+}
+
+function audit(line) {
+  // In workerd the console is the process's log: one JSON line per call.
+  // eslint-disable-next-line no-console
+  console.log(JSON.stringify({ audit: 'call', ...line }));
+}
+
+/** One call: checked arguments, a fresh isolate, the deadline, the result checked and sized. */
+async function runCall(env, ctx, fn, args, caller) {
+  const started = Date.now();
+  const callId = `${SETTINGS.instance}-${++nextCall}`;
+  const call = { fn, fetches: 0, trace: [] };
+  let outcome;
+  const validate = VALIDATORS[fn.name];
+  if (!validate.input(args)) {
+    const problem = formatAjvErrors(validate.input.errors ?? [], 'args');
+    outcome = { ok: false, error: { code: 'bad_input', message: `invalid arguments: ${problem}`, problem } };
+  } else {
+    calls.set(callId, call);
+    let timer;
+    try {
+      const worker = env.LOADER.get(null, () => ({
+        compatibilityDate: SETTINGS.compatibilityDate,
+        compatibilityFlags: [],
+        mainModule: 'runtime.js',
+        modules: { 'runtime.js': RUNTIME, 'function.js': `export default ${fn.code};` },
+        env: {},
+        globalOutbound: ctx.exports.Outbound({ props: { callId } }),
+      }));
+      const entry = worker.getEntrypoint(undefined, { limits: { cpuMs: fn.limits.timeoutMs } });
+      const deadline = new Promise((resolve) => {
+        timer = setTimeout(
+          () => resolve({ ok: false, error: { code: 'timeout', message: `the function did not finish within ${fn.limits.timeoutMs} ms (timeoutMs)` }, logs: [] }),
+          fn.limits.timeoutMs,
+        );
+      });
+      outcome = await Promise.race([
+        entry.run(args, { name: fn.name, runId: callId, deadline: started + fn.limits.timeoutMs, logBytes: fn.limits.logBytes }),
+        deadline,
+      ]);
+    } catch (error) {
+      outcome = { ok: false, error: { code: 'sandbox_crashed', message: `the isolate failed: ${error?.message ?? String(error)}; call again` } };
+    } finally {
+      clearTimeout(timer);
+      calls.delete(callId);
+    }
+  }
+  if (outcome.ok && outcome.json !== undefined) {
+    const bytes = new TextEncoder().encode(outcome.json).byteLength;
+    if (bytes > fn.limits.resultBytes) {
+      outcome = { ok: false, error: { code: 'result_too_large', message: `the result is ${bytes} bytes, more than ${fn.limits.resultBytes} (limits.resultBytes)` } };
+    } else {
+      outcome.value = JSON.parse(outcome.json);
+      if (fn.outputSchema && !validate.output(outcome.value)) {
+        outcome = { ok: false, error: { code: 'output_invalid', message: `the result does not match the outputSchema: ${formatAjvErrors(validate.output.errors ?? [], 'result')}` } };
+      }
+    }
+  }
+  audit({
+    function: fn.name,
+    caller,
+    durationMs: Date.now() - started,
+    outcome: outcome.ok ? 'ok' : outcome.error.code,
+    fetches: call.trace.length,
+    trace: call.trace,
+  });
+  return outcome;
+}
+
+function buildServer(env, ctx, request) {
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: { listChanged: false } },
+    instructions: 'Tools are functions written in Callable Studio; each runs in an isolate of its own with its own network allow-list.',
+  });
+  server.setRequestHandler('tools/list', () => ({ tools: CATALOG.map(toolOf) }));
+  server.setRequestHandler('tools/call', async (req, mcp) => {
+    const fn = byName.get(req.params.name);
+    if (!fn) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+    // 2026-07-28 clients name themselves in each request's envelope; 2025-11-25 ones only at initialize.
+    const client = mcp.mcpReq.envelope?.[CLIENT_INFO_META_KEY] ?? server.getClientVersion();
+    const caller = client?.name ?? request.headers.get('user-agent') ?? 'unknown';
+    const outcome = await runCall(env, ctx, fn, req.params.arguments ?? {}, caller);
+    if (!outcome.ok) return errorResult(describeFailure(fn.name, outcome.error));
+    if (outcome.content) return { content: outcome.content };
+    const value = outcome.value;
+    const text = typeof value === 'string' && !fn.outputSchema ? value : JSON.stringify(value);
+    const base = { content: [{ type: 'text', text }] };
+    return fn.outputSchema ? { ...base, structuredContent: value } : base;
+  });
+  return server;
+}
+
+function timingSafeEqual(a, b) {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  if (x.byteLength !== y.byteLength) return false;
+  return crypto.subtle.timingSafeEqual(x, y);
+}
+
+function plain(status, message, extra = {}) {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }), {
+    status,
+    headers: { 'content-type': 'application/json', ...extra },
+  });
+}
+
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    if (url.pathname !== '/mcp' && url.pathname !== '/healthz') return plain(404, `Not found: MCP is served at /mcp`);
+    if (SETTINGS.checkHost) {
+      const refused = hostHeaderValidationResponse(request, localhostAllowedHostnames());
+      if (refused) return refused;
+    }
+    // What `callable deploy --serve` watches to see that the process still answers; it tells nothing.
+    if (url.pathname === '/healthz' && request.method === 'GET') return new Response('ok');
+    const origins = request.headers.get('origin');
+    const origin = originAllowed(origins === null ? undefined : [origins], new Set(SETTINGS.allowedOrigins));
+    if (!origin.ok) return plain(403, origin.message);
+    const expected = env.MCP_TOKEN;
+    if (typeof expected !== 'string' || expected === '') return plain(500, 'the gateway has no token: set CALLABLE_MCP_TOKEN in its environment');
+    const presented = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1];
+    if (presented === undefined || !timingSafeEqual(presented, expected)) {
+      return plain(401, 'Unauthorized: send "Authorization: Bearer <token>"', { 'www-authenticate': 'Bearer' });
+    }
+    const handler = createMcpHandler(() => buildServer(env, ctx, request), { legacy: 'stateless' });
+    return handler.fetch(request);
+  },
+};

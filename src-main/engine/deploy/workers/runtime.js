@@ -1,0 +1,139 @@
+// The module a function's own isolate runs (loaded by the gateway's Worker Loader, once per call).
+// It gives the compiled function the same `ctx` as the local sandbox: ctx.fetch goes out through
+// this isolate's global fetch, which workerd routes to the gateway's Outbound entrypoint and from
+// there to the egress Worker (the only way out). Nothing here sees a secret.
+import { WorkerEntrypoint } from 'cloudflare:workers';
+import fn from './function.js';
+
+const brand = new WeakSet();
+const branded = (value) => {
+  const frozen = Object.freeze(value);
+  brand.add(frozen);
+  return frozen;
+};
+const base64Of = (data, what) => {
+  if (typeof data === 'string') return data;
+  if (data instanceof Uint8Array || data instanceof ArrayBuffer) {
+    const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+    let text = '';
+    for (const b of bytes) text += String.fromCharCode(b);
+    return btoa(text);
+  }
+  throw new TypeError(`${what}: expected bytes or base64 text`);
+};
+const content = Object.freeze({
+  text: (text) => branded({ type: 'text', text: String(text) }),
+  image: (data, mimeType) => branded({ type: 'image', data: base64Of(data, 'ctx.content.image'), mimeType: String(mimeType) }),
+  audio: (data, mimeType) => branded({ type: 'audio', data: base64Of(data, 'ctx.content.audio'), mimeType: String(mimeType) }),
+  resource: (r) => {
+    if (!r || typeof r !== 'object') throw new TypeError('ctx.content.resource: expected { uri, mimeType?, text? | blob? }');
+    const resource = { uri: String(r.uri), ...(r.mimeType === undefined ? {} : { mimeType: String(r.mimeType) }) };
+    if (r.text !== undefined) resource.text = String(r.text);
+    else if (r.blob !== undefined) resource.blob = base64Of(r.blob, 'ctx.content.resource');
+    else throw new TypeError('ctx.content.resource: give text or blob');
+    return branded({ type: 'resource', resource });
+  },
+});
+
+const format = (args) => args.map((a) => (typeof a === 'string' ? a : safeJson(a))).join(' ');
+function safeJson(value) {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A refusal or limit the egress Worker answered with, as the local sandbox reports it. */
+class EgressError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'EgressError';
+    this.code = code;
+  }
+}
+
+async function ctxFetch(input, init) {
+  const options = init ?? {};
+  const headers = new Headers(options.headers ?? undefined);
+  let body;
+  if (options.json !== undefined) {
+    if (options.body !== undefined) throw new TypeError('ctx.fetch: give either json or body, not both');
+    body = JSON.stringify(options.json);
+    if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+  } else if (options.body !== undefined && options.body !== null) body = options.body;
+  if (options.credential !== undefined) headers.set('x-callable-credential', String(options.credential));
+  headers.set('x-callable-redirect', options.redirect === undefined ? 'follow' : String(options.redirect));
+  const method = options.method === undefined ? (body !== undefined ? 'POST' : 'GET') : String(options.method);
+  const res = await fetch(String(input), { method, headers, body, redirect: 'manual' });
+  const refusal = res.headers.get('x-callable-error');
+  if (refusal) throw new EgressError(refusal, await res.text());
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const out = new Headers(res.headers);
+  out.delete('x-callable-final-url');
+  out.delete('x-callable-redirected');
+  const text = () => Promise.resolve(new TextDecoder().decode(bytes));
+  return Object.freeze({
+    status: res.status,
+    statusText: res.statusText,
+    ok: res.status >= 200 && res.status < 300,
+    url: res.headers.get('x-callable-final-url') ?? String(input),
+    redirected: res.headers.get('x-callable-redirected') === '1',
+    headers: out,
+    text,
+    json: () => text().then((t) => JSON.parse(t)),
+    arrayBuffer: () => Promise.resolve(bytes.slice().buffer),
+    bytes: () => Promise.resolve(bytes.slice()),
+  });
+}
+
+export default class extends WorkerEntrypoint {
+  /** Runs the function once; always resolves, with the outcome as the local sandbox shapes it. */
+  async run(args, meta) {
+    const logs = [];
+    let logBytes = 0;
+    let logOverflow = false;
+    const log = (level, parts) => {
+      const message = format(parts);
+      logBytes += message.length;
+      if (logBytes > meta.logBytes) logOverflow = true;
+      else logs.push({ level, message });
+    };
+    const ctxLog = (...a) => log('info', a);
+    ctxLog.debug = (...a) => log('debug', a);
+    ctxLog.info = (...a) => log('info', a);
+    ctxLog.warn = (...a) => log('warn', a);
+    ctxLog.error = (...a) => log('error', a);
+    const ctx = Object.freeze({
+      fetch: ctxFetch,
+      log: Object.freeze(ctxLog),
+      progress: () => {},
+      content,
+      functionName: meta.name,
+      runId: meta.runId,
+      deadline: meta.deadline,
+    });
+    const handler = fn && fn.default;
+    if (typeof handler !== 'function') return { ok: false, error: { code: 'function_error', message: 'TypeError: the module has no default export function' }, logs };
+    try {
+      const value = await handler(args, ctx);
+      if (logOverflow) return { ok: false, error: { code: 'log_limit', message: `the function logged more than ${meta.logBytes} bytes (limits.logBytes)` }, logs };
+      if (value !== null && typeof value === 'object' && brand.has(value)) return { ok: true, content: [{ ...value }], logs };
+      if (Array.isArray(value) && value.length > 0 && value.every((v) => v !== null && typeof v === 'object' && brand.has(v))) {
+        return { ok: true, content: value.map((v) => ({ ...v })), logs };
+      }
+      let json;
+      try {
+        json = JSON.stringify(value === undefined ? null : value) ?? 'null';
+      } catch (error) {
+        return { ok: false, error: { code: 'function_error', message: `TypeError: the result is not JSON-serializable: ${error?.message}` }, logs };
+      }
+      return { ok: true, json, logs };
+    } catch (error) {
+      if (error instanceof EgressError) return { ok: false, error: { code: error.code, message: error.message }, logs };
+      const name = error && typeof error === 'object' ? String(error.name ?? 'Error') : 'Error';
+      const message = error && typeof error === 'object' ? String(error.message ?? '') : `a non-Error value was thrown: ${safeJson(error)}`;
+      return { ok: false, error: { code: 'function_error', message: `${name}: ${message}` }, logs };
+    }
+  }
+}

@@ -1,0 +1,374 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workerdBinary } from '../../src-main/cli/deploy.ts';
+import { createEngine, type Engine } from '../../src-main/engine/index.ts';
+import { defineFunction } from '../support/engine.ts';
+import { seedMcpFunctions } from '../support/fixtures.ts';
+import { connect, type Era, type TestClient } from '../support/mcpClients.ts';
+import { exchange, INIT_2025, mcpHeaders } from '../support/rawHttp.ts';
+import { vendorServer } from '../support/vendor.ts';
+import { freePort, roundRobin, startDeployServe, type DeployServe } from './support.ts';
+
+/**
+ * `callable deploy --target workerd --serve`: the real npm workerd serving the functions of a data
+ * folder, called by real MCP clients of both eras. The secret lives in the real (test) keychain.
+ */
+const SECRET = `sk-deploy-${process.pid}-c0ffee`;
+const ERAS: Era[] = ['2026-07-28', '2025-11-25'];
+
+let dataDir: string;
+let vendor: Awaited<ReturnType<typeof vendorServer>> & { connections: () => number };
+let vendorConnections: () => number = () => 0;
+let served: DeployServe;
+const clients: TestClient[] = [];
+
+/** Every file under `dir`, read whole. */
+function filesUnder(dir: string): Array<{ path: string; text: string }> {
+  const out: Array<{ path: string; text: string }> = [];
+  for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    const path = join(dir, name);
+    if (statSync(path).isFile()) out.push({ path, text: readFileSync(path, 'utf8') });
+  }
+  return out;
+}
+
+async function client(era: Era, url = served.url): Promise<TestClient> {
+  const c = await connect(era, { transport: 'http', url, token: served.token });
+  clients.push(c);
+  return c;
+}
+
+function textOf(result: { content: Array<{ text?: string }> }): string {
+  return result.content.map((c) => c.text ?? '').join('');
+}
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'callable-deploy-'));
+  vendor = Object.assign(await vendorServer((req, res) => {
+    if (req.url.startsWith('/redirect')) {
+      res.writeHead(302, { location: 'https://evil.example/stolen' });
+      res.end();
+      return;
+    }
+    if (req.url.startsWith('/big')) {
+      res.end('x'.repeat(5000));
+      return;
+    }
+    // The vendor echoes what it was sent, the credential's header included.
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ path: req.url, authorization: req.headers.authorization ?? null }));
+  }), { connections: () => vendorConnections() });
+  let connections = 0;
+  vendor.server.on('connection', () => connections++);
+  vendorConnections = () => connections;
+  const engine: Engine = createEngine({ dataDir });
+  try {
+    await seedMcpFunctions(engine);
+    await engine.credentials.set({ name: 'vendor_key', hosts: [`127.0.0.1:${vendor.port}`], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, SECRET);
+    const here = `127.0.0.1:${vendor.port}`;
+    await defineFunction(
+      engine,
+      { name: 'vendor_call', description: 'Calls the vendor with its credential', allowedHosts: [here], credentials: ['vendor_key'], inputSchema: { type: 'object', properties: {} } },
+      `export default async (args, ctx) => {
+        const res = await ctx.fetch('http://${here}/echo', { credential: 'vendor_key' });
+        const body = await res.json();
+        return { status: res.status, seen: body.authorization };
+      }`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'go_unlisted', description: 'Fetches a host not on its list', allowedHosts: [here], inputSchema: { type: 'object', properties: {} } },
+      `export default async (args, ctx) => (await ctx.fetch('https://api.example.com/v1')).status`,
+    );
+    await defineFunction(
+      engine,
+      {
+        name: 'probe',
+        description: 'Fetches what it is told',
+        allowedHosts: [here, 'api.example.com', '169.254.169.254', '100.64.0.1'],
+        credentials: ['vendor_key'],
+        inputSchema: { type: 'object', properties: { url: { type: 'string' }, headers: { type: 'object' }, credential: { type: 'string' } }, required: ['url'] },
+      },
+      `export default async ({ url, headers, credential }, ctx) => (await ctx.fetch(url, { headers, credential })).status`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'raw_socket', description: 'Tries a TCP socket past the egress Worker', inputSchema: { type: 'object', properties: {} } },
+      `export default async () => {
+        const name = 'cloudflare:' + 'sockets';
+        const { connect } = await import(name);
+        const socket = connect({ hostname: '127.0.0.1', port: ${vendor.port} });
+        await socket.opened;
+        return 'connected';
+      }`,
+    );
+    await defineFunction(
+      engine,
+      {
+        name: 'bad_output',
+        description: 'Breaks its output schema',
+        inputSchema: { type: 'object', properties: {} },
+        outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+      },
+      `export default () => ({ n: 'not a number' })`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'too_big', description: 'Returns more than its result limit', limits: { resultBytes: 1024 }, inputSchema: { type: 'object', properties: {} } },
+      `export default () => 'x'.repeat(2000)`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'too_chatty', description: 'Logs more than its log limit', limits: { logBytes: 1024 }, inputSchema: { type: 'object', properties: {} } },
+      `export default (args, ctx) => { ctx.log('y'.repeat(2000)); return 'said it'; }`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'sleepy', description: 'Outlives its deadline', timeoutMs: 300, inputSchema: { type: 'object', properties: {} } },
+      `export default async () => { await new Promise((r) => setTimeout(r, 5000)); return 'late'; }`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'counter', description: 'Counts calls in its global scope', inputSchema: { type: 'object', properties: {} } },
+      `export default () => { globalThis.calls = (globalThis.calls ?? 0) + 1; return globalThis.calls; }`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'many_fetches', description: 'Fetches three times', allowedHosts: [here], limits: { fetchCount: 2 }, inputSchema: { type: 'object', properties: {} } },
+      `export default async (args, ctx) => { for (let i = 0; i < 3; i++) await ctx.fetch('http://${here}/n' + i); return 'all three'; }`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'big_body', description: 'Reads a body over its limit', allowedHosts: [here], limits: { responseBytes: 1024 }, inputSchema: { type: 'object', properties: {} } },
+      `export default async (args, ctx) => (await (await ctx.fetch('http://${here}/big')).text()).length`,
+    );
+  } finally {
+    engine.close();
+  }
+  served = await startDeployServe(dataDir, ['--port', String(await freePort()), '--allow-origin', 'http://localhost:6274']);
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of clients) await c.close().catch(() => {});
+  await served?.stop();
+  if (served) rmSync(served.outDir, { recursive: true, force: true });
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
+  it('lists the enabled functions and calls one (structured result)', async () => {
+    const c = await client(era);
+    const names = (await c.listTools()).map((t) => t.name);
+    expect(names).toContain('echo');
+    expect(names).toContain('vendor_call');
+    expect(names).not.toContain('hidden');
+    const echo = (await c.listTools()).find((t) => t.name === 'echo')!;
+    expect(echo.outputSchema).toMatchObject({ required: ['echo', 'n'] });
+    const result = await c.callTool('echo', { text: 'hi', n: 21 });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ echo: 'hi', n: 42 });
+  });
+
+  it('refuses arguments that do not match the input schema, as locally', async () => {
+    const result = await (await client(era)).callTool('echo', { txt: 'hi' });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe(
+      'Invalid arguments for echo: args.text is required; args has an unexpected property "txt". Fix the arguments to match the tool\'s input schema and call again.',
+    );
+  });
+
+  it('reports a throwing function as a tool error', async () => {
+    const result = await (await client(era)).callTool('broken', {});
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe('broken failed: Error: vendor said no');
+  });
+
+  it('returns content other than JSON (an image)', async () => {
+    const result = await (await client(era)).callTool('picture', {});
+    expect(result.content[0]).toEqual({ type: 'image', data: 'iVBORw==', mimeType: 'image/png' });
+  });
+
+  it('refuses egress to a host not on allowedHosts', async () => {
+    const result = await (await client(era)).callTool('go_unlisted', {});
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain(`go_unlisted failed (egress_refused): GET https://api.example.com/v1 refused: api.example.com is not on this function's allowedHosts`);
+  });
+
+  it('refuses a metadata address and a CGNAT address even when the list names them', async () => {
+    const c = await client(era);
+    const metadata = await c.callTool('probe', { url: 'https://169.254.169.254/latest/meta-data' });
+    expect(textOf(metadata)).toContain('refused: 169.254.169.254 is a cloud metadata address');
+    const cgnat = await c.callTool('probe', { url: 'https://100.64.0.1/' });
+    expect(cgnat.isError).toBe(true);
+    expect(textOf(cgnat)).toMatch(/GET https:\/\/100\.64\.0\.1\/ refused: 100\.64\.0\.1 is/);
+  });
+
+  it('refuses plain http to a name, a proxy header, a redirect off the list, and a credential towards another host', async () => {
+    const c = await client(era);
+    const http = await c.callTool('probe', { url: 'http://api.example.com/v1' });
+    expect(textOf(http)).toContain('probe failed (egress_refused): GET http://api.example.com/v1 refused: plain http is refused: use https');
+    const proxy = await c.callTool('probe', { url: `http://127.0.0.1:${vendor.port}/x`, headers: { 'proxy-authorization': 'Basic eA==' } });
+    expect(textOf(proxy)).toContain('refused: the "proxy-authorization" header is set by the host, not by the function; remove it');
+    const hop = await c.callTool('probe', { url: `http://127.0.0.1:${vendor.port}/redirect` });
+    expect(textOf(hop)).toContain("probe failed (egress_refused): GET https://evil.example/stolen refused: evil.example is not on this function's allowedHosts");
+    const before = vendor.seen.length;
+    const elsewhere = await c.callTool('probe', { url: 'https://api.example.com/v1', credential: 'vendor_key' });
+    expect(textOf(elsewhere)).toContain(`refused: credential "vendor_key" may only be sent to 127.0.0.1:${vendor.port}`);
+    expect(vendor.seen.length).toBe(before);
+  });
+
+  it('has no way out but the egress Worker: a raw TCP socket goes nowhere', async () => {
+    const connections = vendor.connections();
+    const result = await (await client(era)).callTool('raw_socket', {});
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe('raw_socket failed: Error: proxy request failed, cannot connect to the specified address');
+    expect(vendor.connections()).toBe(connections);
+  });
+
+  it('injects the credential towards the vendor; the function and the result never see the secret', async () => {
+    const before = vendor.seen.length;
+    const result = await (await client(era)).callTool('vendor_call', {});
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(vendor.seen.length).toBe(before + 1);
+    expect(vendor.seen.at(-1)!.headers.authorization).toBe(`Bearer ${SECRET}`);
+    // The vendor echoed the header: the function read it redacted.
+    expect(JSON.parse(textOf(result))).toEqual({ status: 200, seen: 'Bearer [redacted:vendor_key]' });
+    expect(JSON.stringify(result)).not.toContain(SECRET);
+  });
+
+  it('checks the result against the output schema, and enforces the result and log limits', async () => {
+    const c = await client(era);
+    expect(textOf(await c.callTool('bad_output', {}))).toBe('bad_output failed (output_invalid): the result does not match the outputSchema: result.n must be number');
+    expect(textOf(await c.callTool('too_big', {}))).toBe('too_big stopped at a sandbox limit (result_too_large): the result is 2002 bytes, more than 1024 (limits.resultBytes)');
+    expect(textOf(await c.callTool('too_chatty', {}))).toBe('too_chatty stopped at a sandbox limit (log_limit): the function logged more than 1024 bytes (limits.logBytes)');
+  });
+
+  it('ends a call at its deadline', async () => {
+    const started = Date.now();
+    const result = await (await client(era)).callTool('sleepy', {});
+    expect(textOf(result)).toBe('sleepy stopped at a sandbox limit (timeout): the function did not finish within 300 ms (timeoutMs)');
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('carries no state from one call to the next (a fresh isolate per call)', async () => {
+    const c = await client(era);
+    const values = [];
+    for (let i = 0; i < 3; i++) values.push(textOf(await c.callTool('counter', {})));
+    expect(values).toEqual(['1', '1', '1']);
+  });
+
+  it('enforces the fetch-count and response-size limits', async () => {
+    const c = await client(era);
+    const many = await c.callTool('many_fetches', {});
+    expect(textOf(many)).toBe('many_fetches stopped at a sandbox limit (fetch_limit): more than 2 fetches (limits.fetchCount); raise it if that is expected');
+    const big = await c.callTool('big_body', {});
+    expect(textOf(big)).toBe(
+      `big_body stopped at a sandbox limit (response_too_large): the response from 127.0.0.1:${vendor.port} is larger than the response body limit (1024 bytes); raise limits.responseBytes if that is expected`,
+    );
+  });
+});
+
+describe('what --serve prints, writes and logs', () => {
+  it('prints the MCP URL and the token; the token is the data folder\'s own', async () => {
+    expect(served.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const { cli } = await import('../support/cli.ts');
+    const token = await cli(['token', '--data-dir', dataDir]);
+    expect(served.token).toBe(token.stdout.trim());
+  });
+
+  it('writes no secret into the project folder, and none reaches its output', () => {
+    const files = filesUnder(served.outDir);
+    expect(files.map((f) => f.path.slice(served.outDir.length + 1)).sort()).toEqual(['README.md', 'config.capnp', 'egress.js', 'gateway.js']);
+    for (const f of files) expect(f.text.includes(SECRET), f.path).toBe(false);
+    const config = readFileSync(join(served.outDir, 'config.capnp'), 'utf8');
+    expect(config).toContain('(name = "SECRET_VENDOR_KEY", fromEnvironment = "CALLABLE_SECRET_VENDOR_KEY")');
+    expect(config).toContain('(name = "MCP_TOKEN", fromEnvironment = "CALLABLE_MCP_TOKEN")');
+    expect(served.stdout()).not.toContain(SECRET);
+    expect(served.stderr()).not.toContain(SECRET);
+  });
+
+  it('logs each call as one structured audit line (function, caller, duration, outcome)', async () => {
+    await (await client('2026-07-28')).callTool('echo', { text: 'audited' });
+    await new Promise((r) => setTimeout(r, 200));
+    const audits = served
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{"audit"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const line = audits.find((a) => a.function === 'echo' && a.caller === 'contract-client-v2');
+    expect(line).toMatchObject({ audit: 'call', function: 'echo', caller: 'contract-client-v2', outcome: 'ok' });
+    expect(typeof line!.durationMs).toBe('number');
+    expect(audits.find((a) => a.function === 'vendor_call')).toMatchObject({ outcome: 'ok', trace: [{ method: 'GET', status: 200, credential: 'vendor_key' }] });
+  });
+});
+
+describe('the gateway checks requests as the local server does', () => {
+  const port = (): number => Number(new URL(served.url).port);
+
+  it('refuses a missing or wrong bearer token', async () => {
+    const none = await exchange(port(), { headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: INIT_2025 });
+    expect(none.status).toBe(401);
+    const wrong = await exchange(port(), { headers: mcpHeaders('not-the-token'), body: INIT_2025 });
+    expect(wrong.status).toBe(401);
+  });
+
+  it('refuses a Host that is not this machine (DNS rebinding)', async () => {
+    const res = await exchange(port(), { headers: mcpHeaders(served.token, { host: 'evil.example:80' }), body: INIT_2025 });
+    expect(res.status).toBe(403);
+  });
+
+  it('refuses a browser Origin not on the allow-list, and accepts one that is (--allow-origin)', async () => {
+    const refused = await exchange(port(), { headers: mcpHeaders(served.token, { origin: 'http://evil.example' }), body: INIT_2025 });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toContain('origin http://evil.example is not on this server');
+    const allowed = await exchange(port(), { headers: mcpHeaders(served.token, { origin: 'http://localhost:6274' }), body: INIT_2025 });
+    expect(allowed.status).toBe(200);
+  });
+});
+
+describe('sessionless, so any process answers any request', () => {
+  const port = (): number => Number(new URL(served.url).port);
+
+  it('gives a 2025-11-25 client no Mcp-Session-Id, and has no GET stream or DELETE', async () => {
+    const init = await exchange(port(), { headers: mcpHeaders(served.token), body: INIT_2025 });
+    expect(init.status).toBe(200);
+    expect(init.headers['mcp-session-id']).toBeUndefined();
+    const get = await exchange(port(), { method: 'GET', headers: { authorization: `Bearer ${served.token}`, accept: 'text/event-stream' } });
+    expect(get.status).toBe(405);
+    const del = await exchange(port(), { method: 'DELETE', headers: { authorization: `Bearer ${served.token}` } });
+    expect(del.status).toBe(405);
+  });
+});
+
+describe('scale: two workerd processes behind a round-robin balancer', () => {
+  it('serve the same tools to both eras, each request to the next process', async () => {
+    // A second workerd on the same project, given the token and the secret the way --serve gives them.
+    const second = await freePort();
+    const child = spawn(workerdBinary(), ['serve', '--experimental', join(served.outDir, 'config.capnp'), '--socket-addr', `http=127.0.0.1:${second}`], {
+      env: { PATH: process.env.PATH, CALLABLE_MCP_TOKEN: served.token, CALLABLE_SECRET_VENDOR_KEY: SECRET },
+      stdio: 'ignore',
+    });
+    const balancer = await roundRobin([Number(new URL(served.url).port), second]);
+    try {
+      for (let i = 0; i < 50; i++) {
+        const up = await fetch(`http://127.0.0.1:${second}/`).then(() => true, () => false);
+        if (up) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      for (const era of ERAS) {
+        const c = await client(era, balancer.url);
+        expect((await c.listTools()).map((t) => t.name)).toContain('echo');
+        for (let i = 0; i < 4; i++) expect((await c.callTool('echo', { text: `r${i}`, n: i })).structuredContent).toEqual({ echo: `r${i}`, n: i * 2 });
+        expect(JSON.parse(textOf(await c.callTool('vendor_call', {})))).toEqual({ status: 200, seen: 'Bearer [redacted:vendor_key]' });
+      }
+      expect(balancer.hits[0]).toBeGreaterThan(3);
+      expect(balancer.hits[1]).toBeGreaterThan(3);
+    } finally {
+      await balancer.close();
+      child.kill('SIGTERM');
+    }
+  });
+});
