@@ -297,7 +297,7 @@ const runs: Command = {
     if (records.length === 0) ctx.out('No runs yet.');
     for (const r of records) {
       const who = r.caller === 'mcp' ? `mcp ${r.clientName ?? '?'}${r.clientVersion ? `@${r.clientVersion}` : ''} (${r.transport ?? '?'}${r.profile ? `, profile ${r.profile}` : ''})` : r.caller;
-      ctx.out(`${r.startedAt}  ${r.functionName}  ${r.ok ? 'ok' : `failed: ${r.errorCode}`}  ${r.durationMs} ms  ${who}`);
+      ctx.out(`${r.startedAt}  ${r.functionName}  ${r.ok ? 'ok' : `failed: ${r.errorCode}`}  ${r.durationMs} ms  ${who}${r.approval ? `  approval: ${r.approval}` : ''}`);
     }
     return EXIT_OK;
   },

@@ -77,6 +77,9 @@ describe('approval of a destructive call in the studio window', () => {
       await client.close();
     }
     await expect.poll(async () => (await session.studio.call('runs:list', { name: 'send_invoice', limit: 5 }))[0]).toMatchObject({ ok: false, errorCode: 'denied', approval: 'studio:deny' });
+    // The function's history says how the call was decided.
+    await session.ui.tab('History');
+    await session.ui.page.getByText('approval: studio:deny').first().waitFor();
   });
 
   it("a function's ctx.elicit question, from a client without elicitation, is a form in the studio whose answer the function gets", async () => {

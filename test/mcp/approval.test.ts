@@ -126,6 +126,9 @@ describe('approval before destructive calls', () => {
     const listed = JSON.parse(history.stdout) as RunRecord[];
     expect(listed.find((r) => (r.args as { id?: string }).id === 'c-allowed')).toMatchObject({ ok: true, approval: 'client:allow_once' });
     expect(listed.find((r) => (r.args as { id?: string }).id === 'c-denied')).toMatchObject({ ok: false, errorCode: 'denied', approval: 'client:deny' });
+    const text = await cli(['runs', '--function', 'delete_customer', '--data-dir', dataDir], { env: { ...process.env, CALLABLE_SECRETS: 'env' } });
+    expect(text.stdout).toMatch(/delete_customer {2}ok .* {2}approval: client:allow_once$/m);
+    expect(text.stdout).toMatch(/delete_customer {2}failed: denied .* {2}approval: client:deny$/m);
   });
 
   it('a client that fails the elicitation request falls back to the studio; one that never answers runs into the deadline', async () => {

@@ -109,10 +109,18 @@ function RunDuration({ ms }: { ms: number }) {
 }
 
 function RunOutcome({ run }: { run: RunRecord }) {
-  if (run.ok) return <span className="badge ok">ok</span>;
+  // A call that needed a person's approval says how it was decided.
+  const approval = run.approval && <span className="badge" title="How the person's approval was decided">approval: {run.approval}</span>;
+  if (run.ok) {
+    return (
+      <span>
+        <span className="badge ok">ok</span> {approval}
+      </span>
+    );
+  }
   return (
     <span>
-      <span className="badge err">{run.errorCode ?? 'error'}</span> {run.errorMessage && <span className="error-text">{run.errorMessage}</span>}
+      <span className="badge err">{run.errorCode ?? 'error'}</span> {approval} {run.errorMessage && <span className="error-text">{run.errorMessage}</span>}
     </span>
   );
 }
