@@ -216,8 +216,11 @@ const runCommand: Command = {
     const name = positionals[0]!;
     // A name that could not be saved is refused before the call is paid for.
     if (values['save-test'] !== undefined) ctx.engine().tests.checkNewName(name, values['save-test']);
-    const result = await ctx.engine().run(name, args, {
+    const engine = ctx.engine();
+    const result = await engine.run(name, args, {
       caller: 'cli',
+      // A function's ctx.elicit question goes to the studio when it is open on this data folder; else it is refused, saying so.
+      elicit: (request, signal) => engine.askInStudio(request, signal),
       onLog: values.json ? undefined : (entry) => ctx.err(`[${entry.level}] ${entry.message}`),
     });
     if (values.json) {
