@@ -138,6 +138,23 @@ const MIGRATIONS: string[] = [
     approval TEXT NOT NULL
   );
   `,
+  // Schemas without "$schema" were read by draft-07 rules before JSON Schema 2020-12 became the
+  // default. One with an array "items" (a draft-07 tuple, invalid in 2020-12) can only come from
+  // then: it is stamped draft-07 so it keeps validating as it did. Revisions too, for a restore.
+  `
+  UPDATE functions SET spec = json_set(spec, '$.inputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
+   WHERE json_type(spec, '$.inputSchema') = 'object' AND json_type(spec, '$.inputSchema."$schema"') IS NULL
+     AND EXISTS (SELECT 1 FROM json_tree(functions.spec, '$.inputSchema') WHERE key = 'items' AND type = 'array');
+  UPDATE functions SET spec = json_set(spec, '$.outputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
+   WHERE json_type(spec, '$.outputSchema') = 'object' AND json_type(spec, '$.outputSchema."$schema"') IS NULL
+     AND EXISTS (SELECT 1 FROM json_tree(functions.spec, '$.outputSchema') WHERE key = 'items' AND type = 'array');
+  UPDATE revisions SET spec = json_set(spec, '$.inputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
+   WHERE json_type(spec, '$.inputSchema') = 'object' AND json_type(spec, '$.inputSchema."$schema"') IS NULL
+     AND EXISTS (SELECT 1 FROM json_tree(revisions.spec, '$.inputSchema') WHERE key = 'items' AND type = 'array');
+  UPDATE revisions SET spec = json_set(spec, '$.outputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
+   WHERE json_type(spec, '$.outputSchema') = 'object' AND json_type(spec, '$.outputSchema."$schema"') IS NULL
+     AND EXISTS (SELECT 1 FROM json_tree(revisions.spec, '$.outputSchema') WHERE key = 'items' AND type = 'array');
+  `,
 ];
 
 export const DATABASE_FILE = 'callable.db';
