@@ -88,20 +88,31 @@ export async function describeCurl(command: string): Promise<{ description: Requ
       }
     } else body = jsonBody(parsed.data);
   }
-  const method = parsed.method.toUpperCase();
-  const description: RequestDescription = {
+  const description = describeRequest({ method: parsed.method, url, host, query, headers: sorted.kept, body, credential }, 'a curl command');
+  return { description, notes };
+}
+
+/** A request read from curl or a HAR entry, as the generator takes it: no path parameters, the query as arguments. */
+export function describeRequest(
+  request: { method: string; url: URL; host: string; query: RequestParam[]; headers: Array<[string, string]>; body: RequestBody | undefined; credential: CredentialSuggestion | undefined },
+  origin: 'a curl command' | 'a HAR entry',
+): RequestDescription {
+  const { url, query, body, credential } = request;
+  const method = request.method.toUpperCase();
+  const where = `${url.origin}${url.pathname}`;
+  const made = origin === 'a curl command' ? 'Made from a curl command.' : 'Made from a browser HAR entry.';
+  return {
     method,
-    url: `${url.origin}${url.pathname}`,
+    url: where,
     pathParams: [],
     query,
-    headers: sorted.kept,
+    headers: request.headers,
     ...(body ? { body } : {}),
     ...(credential ? { credential } : {}),
-    title: `${method} ${host}${url.pathname}`,
-    description: `Calls ${method} ${url.origin}${url.pathname}${query.length > 0 ? ` (query: ${query.map((q) => q.name).join(', ')})` : ''}. Made from a curl command.${credential ? ` Needs the credential "${credential.name}".` : ''}`,
-    origin: 'a curl command',
+    title: `${method} ${request.host}${url.pathname}`,
+    description: `Calls ${method} ${where}${query.length > 0 ? ` (query: ${query.map((q) => q.name).join(', ')})` : ''}. ${made}${credential ? ` Needs the credential "${credential.name}".` : ''}`,
+    origin,
   };
-  return { description, notes };
 }
 
 /** The URL's query as arguments; a key-like parameter becomes the credential (unless one is already chosen). */

@@ -1,5 +1,5 @@
 import { StudioError, type RecordedResponse, type TestCaseInput } from '../../model/index.ts';
-import { queryParams } from './curl.ts';
+import { describeRequest, queryParams } from './curl.ts';
 import { bodyFromText, hostOf, requestFor, sortHeaders, splitUrl, type RequestDescription, type Scaffold } from './generate.ts';
 
 /** One entry of a HAR file as listed for choosing: its number (from 1), method, URL and status. */
@@ -60,21 +60,9 @@ export function describeHar(text: string, file: string, entry?: number): { descr
   const sorted = sortHeaders(headers, host, { browser: true });
   notes.push(...sorted.notes);
   const { query, credential } = queryParams(url, host, sorted.credential, notes);
-  const method = request.method.toUpperCase();
   const contentType = request.postData?.mimeType || sorted.kept.find(([h]) => h.toLowerCase() === 'content-type')?.[1];
   const body = request.postData?.text ? bodyFromText(request.postData.text, contentType, notes) : undefined;
-  const description: RequestDescription = {
-    method,
-    url: `${url.origin}${url.pathname}`,
-    pathParams: [],
-    query,
-    headers: sorted.kept,
-    ...(body ? { body } : {}),
-    ...(credential ? { credential } : {}),
-    title: `${method} ${host}${url.pathname}`,
-    description: `Calls ${method} ${url.origin}${url.pathname}${query.length > 0 ? ` (query: ${query.map((q) => q.name).join(', ')})` : ''}. Made from a browser HAR entry.${credential ? ` Needs the credential "${credential.name}".` : ''}`,
-    origin: 'a HAR entry',
-  };
+  const description = describeRequest({ method: request.method, url, host, query, headers: sorted.kept, body, credential }, 'a HAR entry');
   return { description, notes, entry: n, response };
 }
 
