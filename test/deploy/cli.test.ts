@@ -7,6 +7,7 @@ import { createEngine } from '../../src-main/engine/index.ts';
 import { cli } from '../support/cli.ts';
 import { defineFunction } from '../support/engine.ts';
 import { tempDir } from '../support/tmp.ts';
+import { vendorServer } from '../support/vendor.ts';
 import { connect } from '../support/mcpClients.ts';
 import { freePort, startDeployServe } from './support.ts';
 
@@ -29,6 +30,8 @@ beforeAll(async () => {
     await defineFunction(engine, { name: 'echo', description: 'Echoes' }, 'export default ({ text }) => ({ echo: text })');
     await defineFunction(engine, { name: 'spin', description: 'Keeps the CPU busy', timeoutMs: 500 }, 'export default () => { for (;;) {} }');
     await defineFunction(engine, { name: 'danger', description: 'Deletes things', annotations: { destructiveHint: true } }, "export default () => 'gone'");
+    await defineFunction(engine, { name: 'careful', description: 'Asks first', askBeforeCall: true }, "export default () => 'done'");
+    await defineFunction(engine, { name: 'musing', description: 'Asks the model', sampling: { maxCalls: 1 } }, "export default async (a, ctx) => (await ctx.sample('hi')).content");
     await defineFunction(engine, { name: 'tick', description: 'Answers', timeoutMs: 500 }, "export default () => 'tick'");
     engine.profiles.set({ name: 'just_echo', functions: ['echo'], metaTools: false });
     engine.profiles.set({ name: 'spinning', functions: ['spin', 'tick'], metaTools: false });
@@ -64,7 +67,12 @@ describe('callable deploy --target cloudflare', () => {
       expect(readFileSync(join(out, 'DEPLOY.md'), 'utf8')).toContain(line);
     }
     expect(run.stdout).toContain(`wrote 4 function(s) (echo, spin, tick, translate) to ${out} for cloudflare`);
-    expect(run.stderr).toBe('callable deploy: not deployed: danger: it asks a person before every call (askBeforeCall or destructiveHint), and a deployed gateway has no one to ask\n');
+    expect(run.stderr.split('\n')).toEqual([
+      'callable deploy: not deployed: careful: it asks a person before every call (askBeforeCall or destructiveHint), and a deployed gateway has no one to ask',
+      'callable deploy: not deployed: danger: it asks a person before every call (askBeforeCall or destructiveHint), and a deployed gateway has no one to ask',
+      "callable deploy: not deployed: musing: it has the sampling setting (ctx.sample asks the client's model), which a deployed gateway does not offer",
+      '',
+    ]);
     for (const name of filesUnder(out)) expect(readFileSync(join(out, name), 'utf8').includes(SECRET), name).toBe(false);
   });
 
@@ -250,5 +258,40 @@ describe('bad input to callable deploy: one line, exit 2', () => {
     const none = await cli(['deploy', '--target', 'workerd', '--out', join(dir, 'o'), '--data-dir', empty]);
     expect(none.code).toBe(2);
     expect(none.stderr).toBe('callable deploy: there is no enabled function to deploy; import some first: callable import DIR\n');
+  });
+});
+
+describe('callable deploy --serve with CALLABLE_SECRETS=env', () => {
+  it('takes the token and each credential from the environment, and injects the credential towards its host', async () => {
+    const vendor = await vendorServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ authorization: req.headers.authorization ?? null })));
+    const here = `127.0.0.1:${vendor.port}`;
+    const envDir = mkdtempSync(join(tmpdir(), 'callable-deploy-env-'));
+    const env = { ...process.env, CALLABLE_SECRETS: 'env', CALLABLE_MCP_TOKEN: 'env-token-1234567890', CALLABLE_SECRET_ENV_KEY: 'from-the-environment' };
+    try {
+      expect((await cli(['credentials', 'set', 'env_key', '--host', here, '--data-dir', envDir], { env })).code).toBe(0);
+      const engine = createEngine({ dataDir: envDir, env });
+      try {
+        await defineFunction(
+          engine,
+          { name: 'whoami', description: 'Asks the vendor what it was sent', allowedHosts: [here], credentials: ['env_key'], inputSchema: { type: 'object', properties: {} } },
+          `export default async (args, ctx) => (await ctx.fetch('http://${here}/me', { credential: 'env_key' })).json()`,
+        );
+      } finally {
+        engine.close();
+      }
+      const served = await startDeployServe(envDir, ['--port', String(await freePort())], env);
+      const client = await connect('2026-07-28', { transport: 'http', url: served.url, token: served.token });
+      try {
+        expect(served.token).toBe('env-token-1234567890');
+        // The vendor got the secret; the function saw only its redacted echo.
+        expect(JSON.parse(textOf(await client.callTool('whoami', {})))).toEqual({ authorization: 'Bearer [redacted:env_key]' });
+        expect(vendor.seen.map((r) => r.headers.authorization)).toEqual(['Bearer from-the-environment']);
+      } finally {
+        await client.close().catch(() => {});
+        await served.stop();
+      }
+    } finally {
+      rmSync(envDir, { recursive: true, force: true });
+    }
   });
 });

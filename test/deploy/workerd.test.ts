@@ -132,6 +132,11 @@ beforeAll(async () => {
     );
     await defineFunction(
       engine,
+      { name: 'asks', description: 'Asks the user', inputSchema: { type: 'object', properties: {} } },
+      `export default async (args, ctx) => ctx.elicit('Which floor?', { type: 'object', properties: { floor: { type: 'integer' } } })`,
+    );
+    await defineFunction(
+      engine,
       { name: 'counter', description: 'Counts calls in its global scope', inputSchema: { type: 'object', properties: {} } },
       `export default () => { globalThis.calls = (globalThis.calls ?? 0) + 1; return globalThis.calls; }`,
     );
@@ -251,6 +256,12 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
     const result = await (await client(era)).callTool('sleepy', {});
     expect(textOf(result)).toBe('sleepy stopped at a sandbox limit (timeout): the function did not finish within 300 ms (timeoutMs)');
     expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('refuses ctx.elicit with a tool error that says there is no one to ask', async () => {
+    const result = await (await client(era)).callTool('asks', {});
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain('ctx.elicit is not available on a deployed gateway: there is no one to ask');
   });
 
   it('carries no state from one call to the next (a fresh isolate per call)', async () => {

@@ -91,7 +91,7 @@ function notDeployable(record: FunctionRecord): string | undefined {
   if (record.askBeforeCall === true || record.annotations?.destructiveHint === true) {
     return 'it asks a person before every call (askBeforeCall or destructiveHint), and a deployed gateway has no one to ask';
   }
-  if (record.sampling !== undefined) return "it uses ctx.sample (the client's model), which a deployed gateway does not offer";
+  if (record.sampling !== undefined) return "it has the sampling setting (ctx.sample asks the client's model), which a deployed gateway does not offer";
   return undefined;
 }
 

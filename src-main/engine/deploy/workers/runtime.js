@@ -108,6 +108,9 @@ export default class extends WorkerEntrypoint {
       fetch: ctxFetch,
       log: Object.freeze(ctxLog),
       progress: () => {},
+      // Nobody can be asked from a deployed gateway (no studio, no server-to-client request in a stateless gateway).
+      elicit: () => Promise.reject(new Error('ctx.elicit is not available on a deployed gateway: there is no one to ask; run this function with callable mcp or callable serve')),
+      sample: () => Promise.reject(new Error('ctx.sample is not available on a deployed gateway')),
       content,
       functionName: meta.name,
       runId: meta.runId,
