@@ -243,7 +243,7 @@ export class Engine {
    */
   advise(names: readonly string[] = []): Advice[] {
     const chosen = names.length > 0 ? names.map((n) => this.functions.get(n)) : this.functions.list();
-    this.#recordings.flush();
+    this.runs.catchUp();
     const recorded = this.#db.prepare('SELECT body FROM run_recordings WHERE function_name = ? ORDER BY recorded_at');
     const observed = (name: string): Observation[] => observationsOf((recorded.all(name) as Array<{ body: string }>).map((row) => row.body), this.tests.all(name));
     return advise(chosen, observed, this.functions.list().filter((f) => f.enabled).length);
@@ -524,7 +524,6 @@ export class Engine {
     void this.#sandbox?.then((s) => s.dispose());
     this.#secrets.dispose();
     this.#upkeep.stop();
-    this.#recordings.close();
     try {
       this.runs.flush();
     } finally {

@@ -3,7 +3,7 @@
 // record. The facade, the CLI, the studio and MCP all come through here.
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { RunLedger } from './audit/ledger.ts';
+import type { KeptRecording, RunLedger } from './audit/ledger.ts';
 import type { CredentialService } from './credentials/credentials.ts';
 import { Redactor } from './credentials/redact.ts';
 import type { FunctionRepository } from './functions/repository.ts';
@@ -47,7 +47,7 @@ export interface RunDeps {
   /** Aborted when the process serving runs is stopping: the run is cancelled and recorded as `interrupted`. */
   interrupt?: AbortSignal | undefined;
   /** Keeps the run's ctx.fetch exchanges (and arguments and outcome), so it can become a saved test. */
-  record?: ((recording: RunRecording) => void) | undefined;
+  record?: ((recording: RunRecording) => KeptRecording) | undefined;
 }
 
 /** Runs a function once (see Engine.run). Throws only for a function that does not exist or is disabled when required. */
@@ -62,6 +62,8 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   const trace: TraceEntry[] = [];
   const redactor = new Redactor();
   let result: RunResult;
+  /** The run's requests and result, written beside its record (so it can become a test case). */
+  let kept: KeptRecording | undefined;
 
   const argProblem = deps.schemas.check(record.inputSchema, args, `${name}'s inputSchema`, 'args');
   if (argProblem !== undefined) {
@@ -123,7 +125,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     }
     result = redactor.json(result);
     if (recorder) {
-      deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: redactor.json(args ?? {}), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
+      kept = deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: redactor.json(args ?? {}), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
     }
   }
 
@@ -144,6 +146,6 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     bytesOut: result.metrics.resultBytes,
     ...(options.approval ? { approval: options.approval } : {}),
   };
-  deps.runs.record(audit);
+  deps.runs.record(audit, kept);
   return result;
 }

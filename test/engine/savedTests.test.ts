@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createEngine, MAX_RECORDED_EXCHANGES, MAX_TEST_CASES, TEST_CASE_VERSION, type TestCaseInput } from '../../src-main/engine/index.ts';
 import { caseFileJson } from '../../src-main/engine/tests/caseFiles.ts';
-import { RECORDINGS_KEPT } from '../../src-main/engine/tests/recordings.ts';
+import { RECORDINGS_KEPT } from '../../src-main/engine/audit/ledger.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { scratch } from '../support/scratch.ts';
 import { vendorServer } from '../support/vendor.ts';

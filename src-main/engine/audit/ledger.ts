@@ -30,6 +30,14 @@ const WITH_APPROVAL = 'LEFT JOIN run_approvals a ON a.run_id = r.id';
  * looks for. Each record's arguments are capped at 64 KiB, so the buffer stays bounded in bytes too.
  */
 export const AUDIT_BUFFER_MAX = 1000;
+/** How many of the newest runs keep their recording (requests and result, to become a test case); older ones are pruned. */
+export const RECORDINGS_KEPT = 50;
+
+/** A run's recording (engine/tests/recordings.ts) as the ledger writes it beside the run. */
+export interface KeptRecording {
+  recordedAt: string;
+  json: string;
+}
 /** How long a background write waits for another process's write lock before giving the thread back and trying later. */
 export const BACKGROUND_BUSY_MS = 25;
 /** The first retry delay; each failed attempt doubles it, up to the maximum for its cause. */
@@ -64,7 +72,10 @@ export class RunLedger {
   readonly #insert: Database.Statement;
   /** How a call that needed a person's approval was decided, beside its run. */
   readonly #insertApproval: Database.Statement;
-  readonly #pending: RunRecord[] = [];
+  readonly #pending: Array<{ run: RunRecord; recording?: KeptRecording | undefined }> = [];
+  /** A run's requests and result, for turning it into a test case (engine/tests/recordings.ts), beside its run. */
+  readonly #insertRecording: Database.Statement;
+  readonly #pruneRecordings: Database.Statement;
   #scheduled: NodeJS.Immediate | undefined;
   #retry: NodeJS.Timeout | undefined;
   #retryMs = 0;
@@ -92,6 +103,8 @@ export class RunLedger {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#insertApproval = db.prepare('INSERT OR REPLACE INTO run_approvals (run_id, approval) VALUES (?, ?)');
+    this.#insertRecording = db.prepare('INSERT OR REPLACE INTO run_recordings (run_id, function_name, recorded_at, body) VALUES (?, ?, ?, ?)');
+    this.#pruneRecordings = db.prepare('DELETE FROM run_recordings WHERE rowid NOT IN (SELECT rowid FROM run_recordings ORDER BY rowid DESC LIMIT ?)');
   }
 
   /**
@@ -111,8 +124,9 @@ export class RunLedger {
     }
   }
 
-  record(run: RunRecord): void {
-    this.#pending.push(run);
+  /** Records a run, with its recording when it has one (written in the same transaction, so a reader sees both or neither). */
+  record(run: RunRecord, recording?: KeptRecording): void {
+    this.#pending.push({ run, recording });
     if (this.#pending.length > AUDIT_BUFFER_MAX) {
       const over = this.#pending.length - AUDIT_BUFFER_MAX;
       this.#pending.splice(0, over);
@@ -177,7 +191,8 @@ export class RunLedger {
       writeTransaction(
         this.#db,
         () => {
-          for (const run of batch) this.#write(run);
+          for (const entry of batch) this.#write(entry);
+          if (batch.some((entry) => entry.recording)) this.#pruneRecordings.run(RECORDINGS_KEPT);
         },
         busyTimeoutMs === undefined ? {} : { busyTimeoutMs },
       );
@@ -256,7 +271,7 @@ export class RunLedger {
   }
 
   #describePending(): string {
-    const names = [...new Set(this.#pending.map((r) => r.functionName))];
+    const names = [...new Set(this.#pending.map((entry) => entry.run.functionName))];
     const which = names.length > 5 ? `${names.slice(0, 5).join(', ')}…` : names.join(', ');
     const dropped = this.#dropped > 0 ? `, and ${this.#dropped} dropped` : '';
     return `${this.#pending.length} run(s) (${which}${dropped})`;
@@ -273,7 +288,7 @@ export class RunLedger {
     if (failure) this.#retryLater(failure);
   }
 
-  #write(run: RunRecord): void {
+  #write({ run, recording }: { run: RunRecord; recording?: KeptRecording | undefined }): void {
     let args = JSON.stringify(run.args ?? null);
     if (args.length > MAX_ARGS_BYTES) args = JSON.stringify({ truncated: true, bytes: args.length });
     this.#insert.run(
@@ -293,6 +308,12 @@ export class RunLedger {
         run.bytesOut,
       );
     if (run.approval) this.#insertApproval.run(run.id, run.approval);
+    if (recording) this.#insertRecording.run(run.id, run.functionName, recording.recordedAt, recording.json);
+  }
+
+  /** Before a read of what runs wrote: writes what is pending without waiting long; a refusal is left to the background writer. */
+  catchUp(): void {
+    this.#flushForRead();
   }
 
   /** The newest rowid: a cursor for `after`. */

@@ -22,9 +22,6 @@ const FIXES: Partial<Record<AdviceView['kind'], { kind: 'output_schema' | 'read_
   read_only: { kind: 'read_only', label: 'Mark readOnlyHint' },
 };
 
-/** A run arriving from another process is recorded by it shortly after: the advice is read again this long after the last one. */
-const AFTER_RUN_MS = 600;
-
 /**
  * Advice about the selected function from what it was seen doing (its recent recorded runs and
  * saved test cases) and from what common MCP clients accept, as `callable lint NAME` gives it, each
@@ -59,11 +56,9 @@ export function AdvicePanel() {
     setAdvice(undefined);
   }, [name]);
 
+  // A run's recording is written with its record, so the run that arrives is already in the advice.
   useEffect(() => {
     void load();
-    if (latestRun === undefined) return;
-    const again = setTimeout(() => void load(), AFTER_RUN_MS);
-    return () => clearTimeout(again);
   }, [load, revision, latestRun]);
 
   const apply = async (fix: { kind: 'output_schema' | 'read_only' }): Promise<void> => {
