@@ -81,7 +81,7 @@ async function elicit(context: AskContext, payload: Record<string, unknown>, sig
     }
     // The studio's answerer says so itself when nobody can be asked (no studio open).
     if (error instanceof StudioError && error.code === 'ask_unavailable') {
-      entry({ refused: reason });
+      entry({ refused: 'no client elicitation and no studio open' });
       throw new StudioError('ask_unavailable', `ctx.elicit: ${reason}`);
     }
     entry({ url: 'mcp:client', error: reason });
