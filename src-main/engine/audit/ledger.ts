@@ -104,7 +104,8 @@ export class RunLedger {
     );
     this.#insertApproval = db.prepare('INSERT OR REPLACE INTO run_approvals (run_id, approval) VALUES (?, ?)');
     this.#insertRecording = db.prepare('INSERT OR REPLACE INTO run_recordings (run_id, function_name, recorded_at, body) VALUES (?, ?, ?, ?)');
-    this.#pruneRecordings = db.prepare('DELETE FROM run_recordings WHERE rowid NOT IN (SELECT rowid FROM run_recordings ORDER BY rowid DESC LIMIT ?)');
+    // Rowids only grow (the newest recording has the largest), so the ones to drop are a range: no scan.
+    this.#pruneRecordings = db.prepare('DELETE FROM run_recordings WHERE rowid <= (SELECT max(rowid) FROM run_recordings) - ?');
   }
 
   /**
