@@ -32,7 +32,7 @@ import { ProfileRepository } from './functions/profiles.ts';
 import { RecordingStore } from './tests/recordings.ts';
 import { TestService } from './tests/service.ts';
 import { PromptDesk } from './prompts/prompts.ts';
-import { Approvals, type ApprovalOutcome, type ApprovalRequest } from './prompts/approval.ts';
+import { Approvals, needsApproval, type ApprovalOutcome, type ApprovalRequest } from './prompts/approval.ts';
 
 export * from './model/index.ts';
 export type { SecretStore } from './credentials/secretStore.ts';
@@ -319,6 +319,8 @@ export class Engine {
    * when it is open (in any process), else refused. A call that may not run is recorded here.
    */
   async approveCall(request: ApprovalRequest): Promise<ApprovalOutcome> {
+    // Most functions need no approval: their arguments are validated once, by the run.
+    if (!needsApproval(request.fn)) return { allowed: true };
     // Arguments the run would refuse anyway (bad_input, nothing runs) are not put to a person.
     if (this.#schemas.check(request.fn.inputSchema, request.args, `${request.fn.name}'s inputSchema`, 'args') !== undefined) return { allowed: true };
     return this.#approvals.check(request);

@@ -7,6 +7,13 @@ import { diskFullError, isDiskFull, isReadOnly, readOnlyError, schemaChangedErro
 
 export type Db = Database.Database;
 
+/** SQL that adds the draft-07 "$schema" to `table`'s specs whose `field` has none and holds an array "items" (a draft-07 tuple). */
+function stampDraft07(table: string, field: string): string {
+  return `UPDATE ${table} SET spec = json_set(spec, '$.${field}."$schema"', 'http://json-schema.org/draft-07/schema#')
+   WHERE json_type(spec, '$.${field}') = 'object' AND json_type(spec, '$.${field}."$schema"') IS NULL
+     AND EXISTS (SELECT 1 FROM json_tree(${table}.spec, '$.${field}') WHERE key = 'items' AND type = 'array');`;
+}
+
 /**
  * Ordered schema migrations. Never edit a shipped entry: append a new one.
  * `PRAGMA user_version` records how many have run.
@@ -142,18 +149,7 @@ const MIGRATIONS: string[] = [
   // default. One with an array "items" (a draft-07 tuple, invalid in 2020-12) can only come from
   // then: it is stamped draft-07 so it keeps validating as it did. Revisions too, for a restore.
   `
-  UPDATE functions SET spec = json_set(spec, '$.inputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
-   WHERE json_type(spec, '$.inputSchema') = 'object' AND json_type(spec, '$.inputSchema."$schema"') IS NULL
-     AND EXISTS (SELECT 1 FROM json_tree(functions.spec, '$.inputSchema') WHERE key = 'items' AND type = 'array');
-  UPDATE functions SET spec = json_set(spec, '$.outputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
-   WHERE json_type(spec, '$.outputSchema') = 'object' AND json_type(spec, '$.outputSchema."$schema"') IS NULL
-     AND EXISTS (SELECT 1 FROM json_tree(functions.spec, '$.outputSchema') WHERE key = 'items' AND type = 'array');
-  UPDATE revisions SET spec = json_set(spec, '$.inputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
-   WHERE json_type(spec, '$.inputSchema') = 'object' AND json_type(spec, '$.inputSchema."$schema"') IS NULL
-     AND EXISTS (SELECT 1 FROM json_tree(revisions.spec, '$.inputSchema') WHERE key = 'items' AND type = 'array');
-  UPDATE revisions SET spec = json_set(spec, '$.outputSchema."$schema"', 'http://json-schema.org/draft-07/schema#')
-   WHERE json_type(spec, '$.outputSchema') = 'object' AND json_type(spec, '$.outputSchema."$schema"') IS NULL
-     AND EXISTS (SELECT 1 FROM json_tree(revisions.spec, '$.outputSchema') WHERE key = 'items' AND type = 'array');
+  ${['functions', 'revisions'].flatMap((table) => ['inputSchema', 'outputSchema'].map((field) => stampDraft07(table, field))).join('\n')}
   `,
 ];
 
