@@ -1,6 +1,8 @@
 // The relay between the bridge and the engine process, and its supervisor. Plain Node, no Electron:
 // main uses it for the window, and the tests drive the same code against a real engine process.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, EVENT_NAMES, type EngineStatus, type Envelope, type EventName, type EventPayload, type MethodName } from '../../src-preload/contract.ts';
 import { decodeMessage, encodeMessage, EngineToMainSchema, PROTOCOL_VERSION, type EngineToMain } from '../studio/protocol.ts';
@@ -29,6 +31,16 @@ export interface EngineProcessOptions {
   readyTimeoutMs?: number;
   /** How long close() waits for the engine to exit by itself before SIGKILL. */
   closeTimeoutMs?: number;
+}
+
+/**
+ * The engine process is TypeScript run by Node's type stripping: it starts from Node's compile cache
+ * (Node's own default folder), and passes it on to its sandbox hosts, unless the environment already
+ * names a cache or turns it off.
+ */
+export function withCompileCache(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  if (env.NODE_COMPILE_CACHE || env.NODE_DISABLE_COMPILE_CACHE) return env;
+  return { ...env, NODE_COMPILE_CACHE: join(tmpdir(), 'node-compile-cache') };
 }
 
 type Failure = Extract<Envelope<unknown>, { ok: false }>;
@@ -151,7 +163,7 @@ export class EngineProcess {
     this.#fatal = undefined;
     const child = spawn(nodePath, ['--no-node-snapshot', this.#options.entry, ...(this.#options.args ?? [])], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: this.#options.env ?? process.env,
+      env: withCompileCache(this.#options.env ?? process.env),
       windowsHide: true,
     });
     this.#child = child;

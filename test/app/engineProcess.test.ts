@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EngineProcess } from '../../src-main/app/engineProcess.ts';
+import { EngineProcess, withCompileCache } from '../../src-main/app/engineProcess.ts';
 import { resolveNodeRuntime } from '../../src-main/app/nodeRuntime.ts';
 import { decodeMessage, encodeMessage, EngineToMainSchema, MAX_MESSAGE_CHARS, MainToEngineSchema } from '../../src-main/studio/protocol.ts';
 import type { EngineStatus } from '../../src-preload/contract.ts';
@@ -43,6 +43,14 @@ describe('the bridge relayed to a real engine process', () => {
     await changed;
     // Engine errors cross as { code, message }.
     expect(await relay.invoke('functions:get', { name: 'missing' })).toMatchObject({ ok: false, error: { code: 'not_found', message: expect.stringContaining('no function named "missing"') } });
+  });
+
+  it.skipIf(process.platform !== 'linux')('starts the engine process from Node\'s compile cache (reads /proc, Linux only)', () => {
+    const environ = readFileSync(`/proc/${relay.pid}/environ`, 'utf8').split('\0');
+    expect(environ).toContain(`NODE_COMPILE_CACHE=${process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache')}`);
+    // A cache the environment names, or one it turns off, is left as it is.
+    expect(withCompileCache({ NODE_COMPILE_CACHE: '/elsewhere' })).toEqual({ NODE_COMPILE_CACHE: '/elsewhere' });
+    expect(withCompileCache({ NODE_DISABLE_COMPILE_CACHE: '1' })).toEqual({ NODE_DISABLE_COMPILE_CACHE: '1' });
   });
 
   it('refuses a malformed payload or an unknown method with bad_input, naming the field', async () => {

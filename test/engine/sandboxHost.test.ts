@@ -191,6 +191,40 @@ describe('when the engine goes away', () => {
   });
 });
 
+describe('the compile cache', () => {
+  it.skipIf(process.platform !== 'linux')('a host is told only where the engine keeps it, and fills it before its first run, though it ends by SIGKILL (reads /proc, Linux only)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'callable-cache-'));
+    try {
+      const cache = join(dir, 'cache');
+      const script = join(dir, 'engine.ts');
+      // The engine enables the cache but writes its own entries only when it exits: entries found
+      // while it runs are the host's.
+      writeFileSync(
+        script,
+        `import module from 'node:module';
+         import { readdirSync, readFileSync } from 'node:fs';
+         module.enableCompileCache(${JSON.stringify(cache)});
+         const { createEngine, MemorySecretStore } = await import(${JSON.stringify(join(REPO, 'src-main/engine/index.ts'))});
+         const engine = createEngine({ dataDir: ${JSON.stringify(join(dir, 'data'))}, secrets: new MemorySecretStore(), sandbox: { hosts: 1 } });
+         await engine.saveFunction({ spec: { name: 'a' }, source: 'export default () => 1' });
+         const result = await engine.run('a', {}, { caller: 'test' });
+         const environ = readFileSync('/proc/' + engine.sandboxHosts[0].pid + '/environ', 'utf8').split('\\0').filter(Boolean);
+         const cached = readdirSync(${JSON.stringify(cache)}, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+         process.stdout.write(JSON.stringify({ ok: result.ok, environ, cacheDir: module.getCompileCacheDir(), cached: cached.length }));
+         engine.close();`,
+      );
+      const child = spawnSync(CALLABLE_COMMAND.command, ['--no-node-snapshot', script], { encoding: 'utf8', timeout: 60_000 });
+      expect(child.status, child.stderr).toBe(0);
+      const seen = JSON.parse(child.stdout) as { ok: boolean; environ: string[]; cacheDir: string; cached: number };
+      expect(seen.ok).toBe(true);
+      expect(seen.environ).toEqual([`NODE_COMPILE_CACHE=${seen.cacheDir}`]);
+      expect(seen.cached).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('callable run of a memory bomb', () => {
   it('exits 1 with the error, never by a signal', () => {
     const data = mkdtempSync(join(tmpdir(), 'callable-bomb-'));

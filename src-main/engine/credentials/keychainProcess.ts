@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { StudioError } from '../model/index.ts';
+import { compileCacheEnv } from '../nodeChild.ts';
 import type { HelperAnswer, HelperRequest } from './keychainHelper.ts';
 
 const HELPER_ENTRY = fileURLToPath(new URL('./keychainHelper.ts', import.meta.url));
@@ -127,7 +128,7 @@ export class KeychainProcess {
   #ensureChild(): ChildProcess {
     if (this.#child) return this.#child;
     // The keychain needs the session's bus and runtime folders, never the secrets of env mode.
-    const env = Object.fromEntries(Object.entries(this.#options.env).filter(([key]) => !key.startsWith('CALLABLE_SECRET_') && key !== 'CALLABLE_MCP_TOKEN'));
+    const env = { ...compileCacheEnv(), ...Object.fromEntries(Object.entries(this.#options.env).filter(([key]) => !key.startsWith('CALLABLE_SECRET_') && key !== 'CALLABLE_MCP_TOKEN')) };
     const child = spawn(process.execPath, [HELPER_ENTRY], { stdio: ['pipe', 'pipe', 'ignore'], env });
     this.#child = child;
     this.#ready = false;

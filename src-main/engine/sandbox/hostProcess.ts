@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
+import { compileCacheEnv } from '../nodeChild.ts';
 import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
 import type { SandboxJob, SandboxOutcome } from './protocol.ts';
 
@@ -57,10 +58,10 @@ export class HostProcess {
 
   constructor(options: HostOptions) {
     this.#options = options;
-    // No environment: the host is told nothing it does not need (no secrets from CALLABLE_SECRET_*).
+    // No environment beyond the compile cache: the host is told nothing it does not need (no secrets from CALLABLE_SECRET_*).
     this.#child = spawn(process.execPath, ['--no-node-snapshot', HOST_ENTRY, '--max-memory-mb', String(options.maxMemoryMb)], {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
-      env: process.platform === 'win32' ? { SYSTEMROOT: process.env.SYSTEMROOT } : {},
+      env: { ...compileCacheEnv(), ...(process.platform === 'win32' ? { SYSTEMROOT: process.env.SYSTEMROOT } : {}) },
     });
     const channel = this.#child.stdio[3] as unknown as import('node:net').Socket;
     let readyResolve!: () => void;

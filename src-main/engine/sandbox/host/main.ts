@@ -10,8 +10,6 @@ import { ERROR_CODES, StudioError, type ErrorCode } from '../../model/errors.ts'
 import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../protocol.ts';
 import { SandboxExecutor } from './executor.ts';
 
-module.enableCompileCache?.();
-
 const MB = 1024 * 1024;
 /** Room over the resident size at start-up before any isolate's own allowance counts. */
 const HEADROOM_BYTES = 64 * MB;
@@ -206,6 +204,9 @@ process.on('unhandledRejection', (error) => {
 });
 
 send({ t: 'ready', version: PROTOCOL_VERSION, pid: process.pid });
+// A host ends by SIGKILL, which skips the compile cache's write at exit: the next host starts from
+// it only if it is written now (the engine passes NODE_COMPILE_CACHE when it has one).
+module.flushCompileCache?.();
 
 function argValue(flag: string): string | undefined {
   const i = process.argv.indexOf(flag);
