@@ -10,6 +10,8 @@ import type { PreparedContext, WarmIsolate as IsolateSlot } from './warmIsolate.
 
 const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
 const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
+/** Why a run's signal aborts once it has ended (a reason of our own: the default builds a DOMException, with its stack, on every run). */
+const RUN_ENDED = new StudioError('cancelled', 'the run has ended');
 
 
 /**
@@ -115,7 +117,7 @@ class Run implements RunControl {
   fail(code: ErrorCode, message: string, details?: Record<string, unknown>): void {
     if (this.#finished || this.#failure) return;
     this.#failure = details ? { code, message, details } : { code, message };
-    this.#abort.abort();
+    this.#abort.abort(RUN_ENDED);
     this.#onFailure?.(this.#failure);
   }
 
@@ -173,7 +175,7 @@ class Run implements RunControl {
       this.#finished = true;
       clearTimeout(deadlineTimer);
       job.signal?.removeEventListener('abort', onCancel);
-      this.#abort.abort();
+      this.#abort.abort(RUN_ENDED);
       this.#bridge.close();
       // Every Reference into the context is released: a held one keeps the context alive, and
       // leaked contexts make the isolate's GC pauses grow.
