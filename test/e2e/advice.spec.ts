@@ -28,7 +28,7 @@ describe('the Advice tab (advice from observed behaviour, as callable lint gives
       spec: { name: 'list_items', description: 'Lists the items of a page', allowedHosts: [`127.0.0.1:${vendor.port}`], inputSchema: { type: 'object', properties: { page: { type: 'integer' } } } },
       source: `export default async function (args: { page?: number }, ctx: Ctx) {\n  const page = args.page ?? 1;\n  const body = await (await ctx.fetch('http://127.0.0.1:${vendor.port}/items?page=' + page)).json();\n  return { page, count: body.items.length, items: body.items, ...(body.next ? { next: body.next } : {}) };\n}\n`,
     });
-    await ui.functionItem('list_items').click();
+    await ui.openFunction('list_items');
     await ui.page.locator('.fn-title', { hasText: 'list_items' }).waitFor();
     await ui.tab('Advice');
     const panel = ui.page.getByTestId('advice-panel');

@@ -54,7 +54,7 @@ describe('approval of a destructive call in the studio window', () => {
 
   it('"Ask before every call" in the settings is saved with the function, and then its calls are asked about', async () => {
     await session.studio.call('functions:save', { spec: { name: 'send_invoice', description: 'Sends an invoice' }, source: 'export default () => ({ sent: true })' });
-    await session.ui.functionItem('send_invoice').click();
+    await session.ui.openFunction('send_invoice');
     await session.ui.tab('Schema & settings');
     await session.ui.page.getByRole('checkbox', { name: /Ask before every call/ }).check();
     await session.ui.save();
@@ -121,7 +121,7 @@ describe('approval of a destructive call in the studio window', () => {
         return answer.action === 'accept' ? { colour: answer.content.colour } : { colour: null, action: answer.action };
       }`,
     });
-    await session.ui.functionItem('pick_colour').click();
+    await session.ui.openFunction('pick_colour');
     await session.ui.tab('Test console');
     await session.ui.page.getByRole('button', { name: /^(Save & run|Run)$/ }).click();
     const dialog = session.ui.page.getByRole('dialog', { name: 'Input requested' });

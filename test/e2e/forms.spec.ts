@@ -89,7 +89,7 @@ describe('the console form, from a real vendor-style JSON Schema', () => {
 
   it('fills $ref, oneOf, array and enum fields, flags a bad email as it is typed, and runs with exactly those arguments', async () => {
     await studio.call('functions:save', { spec: { name: 'place_order', inputSchema: ORDER_SCHEMA }, source: 'export default (args: unknown) => args;\n' });
-    await ui.functionItem('place_order').click();
+    await ui.openFunction('place_order');
     await ui.tab('Test console');
     const page = studio.page;
 
@@ -160,7 +160,7 @@ describe('the console form, from a real vendor-style JSON Schema', () => {
 
   it('shows the missing fields of the oneOf branch chosen, not those of the other branch, and a run refuses the same arguments', async () => {
     await studio.call('functions:save', { spec: { name: 'only_host', inputSchema: ORDER_SCHEMA }, source: 'export default (args: unknown) => args;\n' });
-    await ui.functionItem('only_host').click();
+    await ui.openFunction('only_host');
     await ui.tab('Test console');
     const page = studio.page;
     await page.locator('select', { has: page.locator('option', { hasText: 'Courier' }) }).selectOption({ label: 'Courier' });

@@ -18,7 +18,7 @@ describe('credentials a saved function asks for and has not been granted', () =>
     ]);
 
     // Saved from the editor: the list is above the code.
-    await session.ui.functionItem('needs_keys').click();
+    await session.ui.openFunction('needs_keys');
     await session.ui.replaceCode('export default () => ({ ok: 1 })');
     await session.ui.save();
     const ungranted = session.ui.page.getByTestId('ungranted');
@@ -34,7 +34,7 @@ describe('credentials a saved function asks for and has not been granted', () =>
 
     // Back in the editor, only the credential that does not exist yet is left.
     await session.ui.goTo('Functions');
-    await session.ui.functionItem('needs_keys').click();
+    await session.ui.openFunction('needs_keys');
     await session.ui.tab('Code');
     await expect.poll(() => ungranted.textContent()).not.toContain('vendor_key');
     expect(await ungranted.textContent()).toContain('later_key, which does not exist yet');

@@ -23,7 +23,7 @@ describe("the engine's own reports in the window", () => {
 
   it('a run that waits behind another process\'s write lock is said in the window, and so is its recording once the lock goes', async () => {
     await studio.call('functions:save', { spec: { name: 'echo' }, source: 'export default ({ text }) => ({ echo: text })' });
-    await ui.functionItem('echo').click();
+    await ui.openFunction('echo');
     // Another process takes the database's write lock and keeps it past the ledger's report threshold (5 s).
     const lock = await holdWriteLock(join(studio.dataDir, DATABASE_FILE), 30_000, REPO);
     const result = await ui.run({ text: 'behind the lock' });
@@ -48,7 +48,7 @@ describe("the engine's own reports in the window", () => {
     try {
       const fullUi = new StudioPage(full.page);
       await full.call('functions:save', { spec: { name: 'echo' }, source: 'export default ({ text }) => ({ echo: text })' });
-      await fullUi.functionItem('echo').click();
+      await fullUi.openFunction('echo');
       disk.fill();
       const notices = full.page.getByTestId('engine-notices');
       for (let run = 1; run <= 6; run++) {

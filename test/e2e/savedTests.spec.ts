@@ -29,7 +29,7 @@ describe('saved tests in the studio', () => {
       spec: { name: 'quote', description: 'quotes a price', allowedHosts: [`127.0.0.1:${vendor.port}`], inputSchema: { type: 'object', properties: { item: { type: 'string' } } } },
       source: source(''),
     });
-    await ui.functionItem('quote').click();
+    await ui.openFunction('quote');
     await ui.page.locator('.fn-title', { hasText: 'quote' }).waitFor();
 
     const result = await ui.run({ item: 'apple' });

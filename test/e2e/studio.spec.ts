@@ -77,7 +77,7 @@ describe('the studio in a real browser, bound to a real engine process', () => {
     await ui.page.getByRole('button', { name: 'Grant deepl to translate_local' }).click();
     await ui.page.getByRole('button', { name: 'Revoke deepl from translate_local' }).waitFor();
     await ui.goTo('Functions');
-    await ui.functionItem('translate_local').click();
+    await ui.openFunction('translate_local');
     await ui.tab('Code');
     await expect.poll(() => ui.page.getByTestId('ungranted').count()).toBe(0);
     const result = await ui.run({ text: 'Hello', target: 'DE' });
@@ -107,7 +107,7 @@ describe('the studio in a real browser, bound to a real engine process', () => {
       expect((await client.listTools()).map((t) => t.name)).toContain('translate_local');
       const changed = client.nextListChanged();
       await ui.goTo('Functions');
-      await ui.functionItem('translate_local').click();
+      await ui.openFunction('translate_local');
       await ui.page.getByRole('button', { name: 'Disable', exact: true }).click();
       expect(await changed).not.toContain('translate_local');
       await expect.poll(() => ui.page.getByRole('button', { name: 'Enable', exact: true }).count()).toBe(1);
@@ -131,7 +131,7 @@ describe('the studio in a real browser, bound to a real engine process', () => {
     expect(await banner.textContent()).toBe('The engine process was killed by SIGKILL; restarting it…');
     await ui.screenshot('08-engine-restarting');
     await banner.waitFor({ state: 'detached', timeout: 20_000 });
-    await ui.functionItem('count_words').click();
+    await ui.openFunction('count_words');
     const result = await ui.run({ text: 'still here' });
     await expect.poll(() => result.textContent()).toContain('words: 2');
   });

@@ -29,6 +29,12 @@ export class StudioPage {
     return this.page.getByRole('option', { name });
   }
 
+  /** Opens a function from the list and waits until the editor shows it (the list may be reloading). */
+  async openFunction(name: string): Promise<void> {
+    await this.functionItem(name).click();
+    await this.page.locator('.fn-title', { hasText: new RegExp(`^${name}( ● unsaved)?$`) }).waitFor();
+  }
+
   async createFromTemplate(templateTitle: string, name: string): Promise<void> {
     await this.page.getByRole('button', { name: 'New function' }).click();
     const dialog = this.page.getByRole('dialog', { name: 'New function' });
