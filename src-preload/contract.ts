@@ -75,6 +75,14 @@ export interface ScaffoldedFunction {
   notes: string[];
 }
 
+/** One operation of an OpenAPI spec, to start a function from: `id` is its operationId, or "METHOD /path" when the spec gives none. */
+export interface OpenApiOperationView {
+  id: string;
+  method: string;
+  path: string;
+  summary: string;
+}
+
 /** One piece of advice about a function (as `callable lint --json` gives it), with the evidence it rests on; `function` is absent for advice about the whole catalog. */
 export interface AdviceView {
   function?: string | undefined;
@@ -129,6 +137,8 @@ export const contract = {
       })
       .strict(),
   ),
+  /** The operations of an OpenAPI spec file (JSON or YAML), in the order of its paths, for `functions:createFromRequest` to pick one of. */
+  'functions:openapiOperations': method<OpenApiOperationView[]>()(z.object({ file: z.string().min(1).max(4096) }).strict()),
   'functions:rename': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
   'functions:duplicate': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, newName: FunctionNameSchema }).strict()),
   /** Deletes; answers what was deleted so the renderer can offer undo (save it back). */

@@ -91,7 +91,13 @@ export async function newFromRequest(ctx: CommandContext, printUngranted: (ctx: 
   }
 
   const engine = ctx.engine();
-  const { record, scaffold, testCase } = await engine.createFromRequest(name, source);
+  const { record, scaffold, testCase } = await engine.createFromRequest(name, source).catch((error: unknown) => {
+    // The engine names some of the spec's operations; here, the command that lists them all.
+    if (source.kind === 'openapi' && error instanceof StudioError && error.code === 'not_found' && error.details?.operation !== undefined) {
+      throw new StudioError('not_found', `${error.message} (callable new --from-openapi ${shellQuote(values['from-openapi']!)} --all lists them)`, error.details);
+    }
+    throw error;
+  });
   const dataDir = dataDirFlag(ctx);
   const request = /^\/\/ Made by callable new from [^:]+: (.*)$/m.exec(record.source)?.[1] ?? '';
   ctx.out(`created ${name} from ${what} (revision ${record.revision}): ${request}`);

@@ -9,7 +9,7 @@ import { compileFunction } from './functions/compile.ts';
 import { readImportableFunctions, writeFunctionFolders } from './functions/files.ts';
 import { FunctionRepository, parseSpec, type SaveInput } from './functions/repository.ts';
 import { findTemplate } from './functions/templates.ts';
-import { scaffoldFunction, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
+import { loadOpenApi, operationsOf, scaffoldFunction, type OpenApiOperation, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
 import { advise, observationsOf, type Advice, type Observation } from './functions/advice.ts';
 import { SchemaValidator } from './functions/schemas.ts';
 import {
@@ -234,6 +234,15 @@ export class Engine {
       scaffold.notes.push(`the entry's response was not saved as a test case: ${error.message}`);
       return { record, scaffold };
     }
+  }
+
+  /**
+   * The operations of the OpenAPI 3 spec `file` (JSON or YAML), in the order of its paths, to pick
+   * one for `createFromRequest`. A file that cannot be read, is not an OpenAPI 3 spec or describes
+   * no operations is one bad_input line.
+   */
+  async openApiOperations(file: string): Promise<OpenApiOperation[]> {
+    return operationsOf(await loadOpenApi(file));
   }
 
   /**

@@ -64,6 +64,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
         ...(c ? { credential: { name: c.name, hosts: c.hosts, placement: c.placement, from: c.from, exists: engine.credentials.find(c.name) !== undefined, command: credentialCommand(c) } } : {}),
       };
     },
+    'functions:openapiOperations': ({ file }) => engine.openApiOperations(file),
     'functions:rename': ({ name, newName }) => engine.functions.rename(name, newName),
     'functions:duplicate': async ({ name, newName }) => {
       if (engine.functions.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);

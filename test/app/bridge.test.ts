@@ -1,3 +1,5 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTrustedSender } from '../../src-main/app/senders.ts';
@@ -34,6 +36,38 @@ describe('the bridge contract', () => {
     expect(await api.dispatch('functions:get', { name: 'missing' })).toMatchObject({ ok: false, error: { code: 'not_found', message: expect.stringContaining('no function named "missing"') } });
     const saved = await api.dispatch('functions:save', { spec: { name: 'broken_save' }, source: 'export default () => {' });
     expect(saved).toMatchObject({ ok: false, error: { code: 'compile_error', details: { problems: [expect.objectContaining({ line: 1 })] } } });
+  });
+
+  it('answers the operations of an OpenAPI spec file (functions:openapiOperations), and each file it cannot use in one line', async () => {
+    expect(await api.dispatch('functions:openapiOperations', { file: join(REPO, 'test/fixtures/openapi/uspto.json') })).toEqual({
+      ok: true,
+      value: [
+        { id: 'list-data-sets', method: 'GET', path: '/', summary: 'List available data sets' },
+        { id: 'list-searchable-fields', method: 'GET', path: '/{dataset}/{version}/fields', summary: 'Provides the general information about the API and the list of fields that can be used to query the dataset.' },
+        { id: 'perform-search', method: 'POST', path: '/{dataset}/{version}/records', summary: 'Provides search capability for the data set with the given search criteria.' },
+      ],
+    });
+    const petstore = await api.dispatch('functions:openapiOperations', { file: join(REPO, 'test/fixtures/openapi/petstore3.yaml') });
+    expect(petstore).toMatchObject({ ok: true, value: expect.arrayContaining([{ id: 'getPetById', method: 'GET', path: '/pet/{petId}', summary: 'Find pet by ID.' }]) });
+    expect((petstore as { value: unknown[] }).value).toHaveLength(19);
+
+    const dir = mkdtempSync(join(tmpdir(), 'callable-bridge-openapi-'));
+    writeFileSync(join(dir, 'swagger.json'), JSON.stringify({ swagger: '2.0', info: { title: 'Old', version: '1' }, host: 'api.old.example', paths: {} }));
+    writeFileSync(join(dir, 'empty.yaml'), 'openapi: 3.0.3\ninfo:\n  title: Nothing yet\n  version: "0.1"\npaths: {}\n');
+    writeFileSync(join(dir, 'notes.txt'), 'just some notes\n');
+    const refusals: Array<[string, string]> = [
+      ['missing.yaml', `cannot read the OpenAPI spec ${join(dir, 'missing.yaml')}: no such file`],
+      ['swagger.json', `${join(dir, 'swagger.json')} is Swagger 2.0; only OpenAPI 3 specs are read (convert it first, e.g. with swagger2openapi)`],
+      ['empty.yaml', `${join(dir, 'empty.yaml')} describes no operations (its "paths" is empty or missing)`],
+      ['notes.txt', `${join(dir, 'notes.txt')} could not be read as an OpenAPI spec (JSON or YAML): it is not a JSON or YAML document`],
+    ];
+    for (const [file, message] of refusals) expect(await api.dispatch('functions:openapiOperations', { file: join(dir, file) })).toEqual({ ok: false, error: { code: 'bad_input', message } });
+  });
+
+  it('refuses a functions:openapiOperations payload that is not one bounded file path', async () => {
+    for (const payload of [{}, { file: '' }, { file: 'x'.repeat(4097) }, { file: 42 }, { file: 'spec.yaml', operation: 'getThing' }]) {
+      expect(await api.dispatch('functions:openapiOperations', payload)).toMatchObject({ ok: false, error: { code: 'bad_input', message: expect.stringMatching(/^functions:openapiOperations: /) } });
+    }
   });
 
   it('never sends a secret back to the renderer', async () => {

@@ -188,7 +188,7 @@ describe('callable new: bad input is one line and exit 2, nothing created', () =
       [['bad', '--from-har', HAR, '--entry', '9'], /^callable new: --entry 9: .*github_repos\.har has 3 entries \(1-3\)\n$/],
       [['bad', '--from-har', HAR, '--entry', 'two'], /^callable new: --entry must be a positive whole number\nUsage: /],
       [['bad', '--from-har', join(OPENAPI_DIR, 'nope.har')], /^callable new: cannot read the HAR file .*nope\.har: no such file\n$/],
-      [['bad', '--from-openapi', join(OPENAPI_DIR, 'uspto.json'), '--operation', 'nope'], /^callable new: .*uspto\.json has no operation "nope"; it has 3: list-data-sets, list-searchable-fields, perform-search \(--all lists them\)\n$/],
+      [['bad', '--from-openapi', join(OPENAPI_DIR, 'uspto.json'), '--operation', 'nope'], /^callable new: .*uspto\.json has no operation "nope"; it has 3: list-data-sets, list-searchable-fields, perform-search \(callable new --from-openapi .*uspto\.json --all lists them\)\n$/],
       [['bad', '--from-openapi', join(OPENAPI_DIR, 'uspto.json')], /^callable new: --from-openapi needs --operation ID \(callable new --from-openapi .* --all lists them\)\nUsage: /],
       [['bad', '--from-openapi', truncated, '--operation', 'updatePet'], /^callable new: .*petstore\.yaml could not be read as an OpenAPI spec \(JSON or YAML\): .*\n$/],
       [['bad', '--from-openapi', HAR, '--operation', 'x'], /^callable new: .*github_repos\.har is not an OpenAPI 3 spec \(it has no "openapi": "3\.x" field\)\n$|^callable new: .*github_repos\.har could not be read as an OpenAPI spec/],

@@ -6,7 +6,7 @@ import { describeOperation, loadOpenApi } from './openapi.ts';
 
 export { credentialCommand, type CredentialSuggestion, type Scaffold } from './generate.ts';
 export { harEntries, type HarEntryInfo } from './har.ts';
-export { listOperations, loadOpenApi, type OpenApiDocument, type OpenApiOperation } from './openapi.ts';
+export { listOperations, loadOpenApi, operationsOf, type OpenApiDocument, type OpenApiOperation } from './openapi.ts';
 
 /** A new function made from what the user already has, plus its first test case (HAR). */
 export interface ScaffoldResult extends Scaffold {

@@ -54,6 +54,13 @@ export function listOperations(doc: OpenApiDocument): OpenApiOperation[] {
   return out;
 }
 
+/** Every operation of the spec; a spec without any is one bad_input line. */
+export function operationsOf(doc: OpenApiDocument): OpenApiOperation[] {
+  const ops = listOperations(doc);
+  if (ops.length === 0) throw new StudioError('bad_input', `${doc.file} describes no operations (its "paths" is empty or missing)`);
+  return ops;
+}
+
 function oneLine(text: unknown): string {
   return String(text).split('\n')[0]!.trim();
 }
@@ -65,12 +72,12 @@ function oneLine(text: unknown): string {
  * region).
  */
 export function describeOperation(doc: OpenApiDocument, id: string, options: { server?: string } = {}): { description: RequestDescription; notes: string[] } {
-  const ops = listOperations(doc);
+  const ops = operationsOf(doc);
   const found = ops.find((o) => o.id === id) ?? ops.find((o) => `${o.method} ${o.path}`.toLowerCase() === id.trim().toLowerCase());
-  if (ops.length === 0) throw new StudioError('bad_input', `${doc.file} describes no operations (its "paths" is empty or missing)`);
   if (!found) {
     const some = ops.slice(0, 8).map((o) => o.id).join(', ');
-    throw new StudioError('not_found', `${doc.file} has no operation "${id}"; it has ${ops.length}: ${some}${ops.length > 8 ? ', …' : ''} (--all lists them)`);
+    // Said the same way in the studio and the CLI: each caller adds where to see them all (details.operation marks it).
+    throw new StudioError('not_found', `${doc.file} has no operation "${id}"; it has ${ops.length}: ${some}${ops.length > 8 ? ', …' : ''}`, { operation: id });
   }
   const notes: string[] = [];
   const item = (doc.api.paths as Record<string, Json>)[found.path]!;

@@ -1,5 +1,5 @@
-import { useEffect, useState } from 'react';
-import type { ScaffoldedFunction, TemplateInfo } from '../../../../src-preload/contract.ts';
+import { useEffect, useRef, useState } from 'react';
+import type { OpenApiOperationView, ScaffoldedFunction, TemplateInfo } from '../../../../src-preload/contract.ts';
 import { specOf } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { app, refreshFunctions, setDirty, toast } from '../../store/app.ts';
@@ -108,6 +108,10 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
   const [curl, setCurl] = useState('');
   const [specFile, setSpecFile] = useState('');
   const [operation, setOperation] = useState('');
+  /** The operations read from `specFile` (undefined until read; 'reading' while it is). */
+  const [operations, setOperations] = useState<OpenApiOperationView[] | 'reading' | undefined>();
+  /** Counts the reads, so only the answer for the path last read is shown. */
+  const reads = useRef(0);
   const [made, setMade] = useState<ScaffoldedFunction | undefined>();
 
   useEffect(() => {
@@ -116,6 +120,33 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
       setTemplate(list[0]?.id ?? '');
     }, (e: unknown) => setError(asUiError(e).message));
   }, []);
+
+  /** Reads the spec's operations and preselects the one chosen before (if it is still there) or the first; a file it cannot read is the dialog's error line. */
+  const readOperations = async (): Promise<void> => {
+    if (!specFile.trim()) return;
+    const read = ++reads.current;
+    setOperations('reading');
+    try {
+      const list = await studio.functions.openapiOperations({ file: specFile });
+      if (read !== reads.current) return;
+      setOperations(list);
+      setOperation((chosen) => (list.some((o) => o.id === chosen) ? chosen : (list[0]?.id ?? '')));
+      setError(undefined);
+    } catch (e) {
+      if (read !== reads.current) return;
+      setOperations(undefined);
+      setOperation('');
+      setError(asUiError(e).message);
+    }
+  };
+
+  const changeSpecFile = (file: string): void => {
+    // Operations read from another path do not belong to this one.
+    reads.current++;
+    setSpecFile(file);
+    setOperations(undefined);
+    setOperation('');
+  };
 
   const create = async (): Promise<void> => {
     try {
@@ -181,9 +212,31 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
         {origin === 'openapi' && (
           <div className="field">
             <label htmlFor="new-spec">OpenAPI spec file</label>
-            <input id="new-spec" aria-label="OpenAPI spec file" className="mono" value={specFile} placeholder="/path/to/openapi.yaml" onChange={(e) => setSpecFile(e.target.value)} />
+            <input
+              id="new-spec"
+              aria-label="OpenAPI spec file"
+              className="mono"
+              value={specFile}
+              placeholder="/path/to/openapi.yaml"
+              onChange={(e) => changeSpecFile(e.target.value)}
+              onBlur={() => void readOperations()}
+              onKeyDown={(e) => {
+                if (e.key === 'Enter') void readOperations();
+              }}
+            />
+            <span className="hint">Its operations are read when you leave this field (or press Enter).</span>
             <label htmlFor="new-operation">Operation</label>
-            <input id="new-operation" aria-label="Operation" className="mono" value={operation} placeholder="operationId, or GET /path" onChange={(e) => setOperation(e.target.value)} />
+            <select id="new-operation" aria-label="Operation" className="mono" value={operation} disabled={!Array.isArray(operations)} onChange={(e) => setOperation(e.target.value)}>
+              {Array.isArray(operations) ? (
+                operations.map((o) => (
+                  <option key={o.id} value={o.id}>
+                    {operationLabel(o)}
+                  </option>
+                ))
+              ) : (
+                <option value="">{operations === 'reading' ? 'Reading the operations…' : 'Give the spec file first'}</option>
+              )}
+            </select>
           </div>
         )}
         {origin === 'template' && (
@@ -220,6 +273,13 @@ function NewFunctionDialog({ onClose }: { onClose: () => void }) {
       </div>
     </div>
   );
+}
+
+/** `getThing — GET /things/{thingId} — Get one thing` (the id once when it is "METHOD /path"). */
+function operationLabel(o: OpenApiOperationView): string {
+  const request = `${o.method} ${o.path}`;
+  const summary = o.summary.length > 100 ? `${o.summary.slice(0, 99)}…` : o.summary;
+  return [o.id === request ? undefined : o.id, request, summary || undefined].filter(Boolean).join(' — ');
 }
 
 function NameDialog({ title, initial, onClose, onSubmit }: { title: string; initial: string; onClose: () => void; onSubmit: (name: string) => Promise<void> }) {
