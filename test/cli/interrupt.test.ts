@@ -81,6 +81,30 @@ describe('stopping callable with a run in flight', () => {
     expect(JSON.parse(runs.stdout)).toMatchObject([{ functionName: 'hang', caller: 'mcp', clientName: 'sigterm-test', transport: 'stdio', ok: false, errorCode: 'interrupted' }]);
   });
 
+  it('SIGTERM to `callable mcp` right after a burst of calls keeps every run, those still waiting for their group commit too', async () => {
+    const data = tempDir();
+    const fns = tempDir();
+    mkdirSync(join(fns, 'echo'));
+    writeFileSync(join(fns, 'echo/function.json'), JSON.stringify({ name: 'echo', description: 'echoes' }));
+    writeFileSync(join(fns, 'echo/index.js'), 'export default (a) => a;');
+    expect((await cli(['import', fns, '--data-dir', data])).code).toBe(0);
+    const { child, stdout, stderr } = spawnCallable(['mcp', '--data-dir', data]);
+    const send = (message: object): void => void child.stdin!.write(`${JSON.stringify(message)}\n`);
+    send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'burst-test', version: '1.0' } } });
+    await until(() => stdout().includes('"id":1'), `the initialize answer (stderr: ${stderr()})`);
+    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const CALLS = 12;
+    for (let i = 0; i < CALLS; i++) send({ jsonrpc: '2.0', id: 100 + i, method: 'tools/call', params: { name: 'echo', arguments: { i } } });
+    await until(() => stdout().includes(`"id":${100 + CALLS - 1}`), `the last answer (stderr: ${stderr()})`);
+    const exit = exited(child);
+    child.kill('SIGTERM');
+    expect(await exit, stderr()).toEqual({ code: 143, signal: null });
+
+    const runs = JSON.parse((await cli(['runs', '--json', '--data-dir', data])).stdout) as Array<{ functionName: string; ok: boolean; args: { i: number } }>;
+    expect(runs.map((r) => r.args.i).sort((a, b) => a - b)).toEqual(Array.from({ length: CALLS }, (_, i) => i));
+    expect(runs.every((r) => r.functionName === 'echo' && r.ok)).toBe(true);
+  });
+
   it('Ctrl-C to `callable serve` with an HTTP call in flight records it as interrupted and exits 130', async () => {
     const vendor = await silentVendor();
     const data = await dataWithHang(vendor.port);

@@ -192,7 +192,7 @@ describe('when the engine goes away', () => {
 });
 
 describe('the compile cache', () => {
-  it.skipIf(process.platform !== 'linux')('a host and the keychain helper are told where the engine keeps it; a host fills it before its first run, though it ends by SIGKILL (reads /proc, Linux only)', () => {
+  it.skipIf(process.platform !== 'linux')('a host and the keychain helper are told where the engine keeps it, and fill it once ready, though they may end by SIGKILL (reads /proc, Linux only)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'callable-cache-'));
     try {
       const cache = join(dir, 'cache');
@@ -209,23 +209,27 @@ describe('the compile cache', () => {
          await engine.saveFunction({ spec: { name: 'a' }, source: 'export default () => 1' });
          const result = await engine.run('a', {}, { caller: 'test' });
          const environ = readFileSync('/proc/' + engine.sandboxHosts[0].pid + '/environ', 'utf8').split('\\0').filter(Boolean);
-         const cached = readdirSync(${JSON.stringify(cache)}, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+         const cachedFiles = () => readdirSync(${JSON.stringify(cache)}, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).length;
+         const cached = cachedFiles();
          // The keychain helper is given the same (and, with an empty environment to pass on, nothing else).
          const { KeychainSecretStore } = await import(${JSON.stringify(join(REPO, 'src-main/engine/index.ts'))});
          const store = new KeychainSecretStore('callable-cache-test', { env: {} });
          await store.get('nothing').catch(() => {});
+         const helperCached = cachedFiles() - cached;
          const helperEnviron = readFileSync('/proc/' + store.helperPid + '/environ', 'utf8').split('\\0').filter(Boolean);
          store.dispose();
-         process.stdout.write(JSON.stringify({ ok: result.ok, environ, helperEnviron, cacheDir: module.getCompileCacheDir(), cached: cached.length }));
+         process.stdout.write(JSON.stringify({ ok: result.ok, environ, helperEnviron, cacheDir: module.getCompileCacheDir(), cached, helperCached }));
          engine.close();`,
       );
       const child = spawnSync(CALLABLE_COMMAND.command, ['--no-node-snapshot', script], { encoding: 'utf8', timeout: 60_000 });
       expect(child.status, child.stderr).toBe(0);
-      const seen = JSON.parse(child.stdout) as { ok: boolean; environ: string[]; helperEnviron: string[]; cacheDir: string; cached: number };
+      const seen = JSON.parse(child.stdout) as { ok: boolean; environ: string[]; helperEnviron: string[]; cacheDir: string; cached: number; helperCached: number };
       expect(seen.ok).toBe(true);
       expect(seen.environ).toEqual([`NODE_COMPILE_CACHE=${seen.cacheDir}`]);
       expect(seen.helperEnviron).toEqual([`NODE_COMPILE_CACHE=${seen.cacheDir}`]);
       expect(seen.cached).toBeGreaterThan(0);
+      // The helper too writes what it compiled once it is ready (it may end by SIGKILL as well).
+      expect(seen.helperCached).toBeGreaterThan(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,7 +3,7 @@
 // (an unlock prompt nobody answers); here it blocks only this process, which the engine kills when
 // it does not answer in time. One request per line on stdin, one answer per line on stdout (JSON).
 // It exits when stdin closes, so it never outlives the engine that started it.
-import { createRequire } from 'node:module';
+import module, { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 
 export interface HelperRequest {
@@ -61,6 +61,9 @@ function main(): void {
   });
   lines.on('close', () => process.exit(0));
   process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+  // A helper that does not answer in time, or outlives its engine's close, ends by SIGKILL, which
+  // skips the compile cache's write at exit: the next helper starts from it only if it is written now.
+  module.flushCompileCache?.();
 }
 
 main();
