@@ -8,7 +8,8 @@ import { createEngine, type Engine } from '../../src-main/engine/index.ts';
 import { defineFunction } from '../support/engine.ts';
 import { seedMcpFunctions } from '../support/fixtures.ts';
 import { connect, type Era, type TestClient } from '../support/mcpClients.ts';
-import { exchange, INIT_2025, mcpHeaders } from '../support/rawHttp.ts';
+import { LOG_LEVEL_META_KEY } from '@modelcontextprotocol/client';
+import { ENVELOPE_2026, exchange, headers2026, INIT_2025, mcpHeaders, messagesOf } from '../support/rawHttp.ts';
 import { vendorServer } from '../support/vendor.ts';
 import { freePort, roundRobin, startDeployServe, type DeployServe } from './support.ts';
 
@@ -150,6 +151,32 @@ beforeAll(async () => {
       { name: 'big_body', description: 'Reads a body over its limit', allowedHosts: [here], limits: { responseBytes: 1024 }, inputSchema: { type: 'object', properties: {} } },
       `export default async (args, ctx) => (await (await ctx.fetch('http://${here}/big')).text()).length`,
     );
+    await defineFunction(
+      engine,
+      { name: 'reports', description: 'Logs two lines and reports progress twice', inputSchema: { type: 'object', properties: {} } },
+      `export default async (args, ctx) => {
+        ctx.log('starting', { step: 1 });
+        ctx.progress(1, 2, 'half way');
+        await new Promise((r) => setTimeout(r, 10));
+        ctx.log.warn('almost done');
+        ctx.progress(2, 2, 'all done');
+        return 'reported';
+      }`,
+    );
+    await defineFunction(
+      engine,
+      { name: 'reports_itself', description: 'Reports past ctx, straight to the binding', limits: { logBytes: 1024 }, inputSchema: { type: 'object', properties: {} } },
+      `export default async (args, ctx) => {
+        const name = 'cloudflare:' + 'workers';
+        const { env } = await import(name);
+        await env.REPORTER.log('info', 'within the limit');
+        await env.REPORTER.log('info', 'z'.repeat(2000));
+        await env.REPORTER.log('shout', 'not a level');
+        await env.REPORTER.progress({ progress: 'lots', message: 'not a number' });
+        await env.REPORTER.progress({ progress: 1, total: 'two', message: 'm'.repeat(3000) });
+        return 'reported itself';
+      }`,
+    );
   } finally {
     engine.close();
   }
@@ -269,6 +296,62 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
     const values = [];
     for (let i = 0; i < 3; i++) values.push(textOf(await c.callTool('counter', {})));
     expect(values).toEqual(['1', '1', '1']);
+  });
+
+  it('sends ctx.log lines and ctx.progress updates to the client before the result; progress only when it sent a progress token', async () => {
+    const c = await client(era);
+    const progress: Array<{ progress: number; total?: number; message?: string }> = [];
+    const result = await c.callTool('reports', {}, { logLevel: 'debug', onprogress: (p) => progress.push(p) });
+    // What the client had received when the result came.
+    const logsAtResult = c.logs.slice();
+    const progressAtResult = progress.slice();
+    expect(result.isError).toBeFalsy();
+    expect(result.content).toEqual([{ type: 'text', text: 'reported' }]);
+    expect(progressAtResult).toEqual([
+      { progress: 1, total: 2, message: 'half way' },
+      { progress: 2, total: 2, message: 'all done' },
+    ]);
+    expect(logsAtResult).toEqual([
+      { level: 'info', data: 'starting {"step":1}' },
+      { level: 'warning', data: 'almost done' },
+    ]);
+    const without = await c.callTool('reports', {}, { logLevel: 'debug' });
+    expect(without).toEqual(result);
+    expect(c.logs.slice(2)).toEqual(logsAtResult);
+  });
+
+  it('puts the notices on the tools/call response ahead of its result; none of progress without a progress token', async () => {
+    const port = Number(new URL(served.url).port);
+    const call = async (id: number, progressToken?: string): Promise<Array<Record<string, unknown>>> => {
+      const meta = { ...(era === '2026-07-28' ? { ...ENVELOPE_2026, [LOG_LEVEL_META_KEY]: 'debug' } : {}), ...(progressToken === undefined ? {} : { progressToken }) };
+      const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'reports', arguments: {}, _meta: meta } });
+      const headers = mcpHeaders(served.token, era === '2026-07-28' ? headers2026('tools/call', 'reports') : { 'mcp-protocol-version': '2025-11-25' });
+      const res = await exchange(port, { headers, body });
+      expect(res.status).toBe(200);
+      return messagesOf(res.body);
+    };
+    const withToken = await call(11, 'tok-1');
+    expect(withToken.map((m) => m.method ?? 'result')).toEqual(['notifications/message', 'notifications/progress', 'notifications/message', 'notifications/progress', 'result']);
+    expect(withToken.filter((m) => m.method === 'notifications/progress').map((m) => m.params)).toEqual([
+      { progressToken: 'tok-1', progress: 1, total: 2, message: 'half way' },
+      { progressToken: 'tok-1', progress: 2, total: 2, message: 'all done' },
+    ]);
+    expect(withToken.filter((m) => m.method === 'notifications/message').map((m) => m.params)).toEqual([
+      { level: 'info', data: 'starting {"step":1}', logger: 'function' },
+      { level: 'warning', data: 'almost done', logger: 'function' },
+    ]);
+    const withoutToken = await call(12);
+    expect(withoutToken.map((m) => m.method ?? 'result')).toEqual(['notifications/message', 'notifications/message', 'result']);
+    expect(withoutToken.at(-1)).toMatchObject({ id: 12, result: (withToken.at(-1) as { result: unknown }).result });
+  });
+
+  it('checks what an isolate reports past ctx: the log limit, the levels, and bounded progress', async () => {
+    const c = await client(era);
+    const progress: Array<{ progress: number; total?: number; message?: string }> = [];
+    const result = await c.callTool('reports_itself', {}, { logLevel: 'debug', onprogress: (p) => progress.push(p) });
+    expect(textOf(result)).toBe('reported itself');
+    expect(c.logs).toEqual([{ level: 'info', data: 'within the limit' }]);
+    expect(progress).toEqual([{ progress: 1, message: 'm'.repeat(1000) }]);
   });
 
   it('enforces the fetch-count and response-size limits', async () => {

@@ -1,7 +1,9 @@
 // The gateway Worker: Streamable HTTP MCP (both protocol eras, through the MCP SDK's web-standard
 // handler, stateless) in front of the functions. Each call loads the function into an isolate of
 // its own with workerd's Worker Loader; that isolate's global fetch goes to the Outbound
-// entrypoint below, which counts it and hands it to the egress Worker. Bundled by `callable deploy`.
+// entrypoint below, which counts it and hands it to the egress Worker, and its ctx.log and
+// ctx.progress reach the Reporter entrypoint, which sends them to the client as notifications of
+// the tools/call request (before its result). Bundled by `callable deploy`.
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import { CLIENT_INFO_META_KEY, createMcpHandler, hostHeaderValidationResponse, localhostAllowedHostnames, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import { originAllowed } from '../../mcp/httpOrigin.ts';
@@ -10,8 +12,19 @@ import { CATALOG, SETTINGS, RUNTIME } from 'callable:catalog';
 import { VALIDATORS } from 'callable:validators';
 
 const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
+/** The function's log levels as MCP names them (as the local server maps them, src-main/engine/mcp/server.ts). */
+const MCP_LEVEL = new Map([
+  ['debug', 'debug'],
+  ['info', 'info'],
+  ['warn', 'warning'],
+  ['error', 'error'],
+]);
+/** The longest progress message passed on, as in the local sandbox. */
+const PROGRESS_MESSAGE_CHARS = 1000;
+/** How long a result waits behind a progress notice sent just before it (as the local server). */
+const PROGRESS_GAP_MS = 20;
 const byName = new Map(CATALOG.map((f) => [f.name, f]));
-/** Calls in flight in this isolate, by id: what their Outbound requests are counted against. */
+/** Calls in flight in this isolate, by id: what their Outbound requests and reports are counted against. */
 const calls = new Map();
 let nextCall = 0;
 
@@ -33,6 +46,35 @@ export class Outbound extends WorkerEntrypoint {
     const out = new Headers(response.headers);
     out.delete('x-callable-trace');
     return new Response(response.body, { status: response.status, statusText: response.statusText, headers: out });
+  }
+}
+
+/**
+ * What a function's isolate reports while it runs: its log lines (within limits.logBytes) and its
+ * progress. Checked here too, since the function's own code can reach this binding; a report for a
+ * call that has ended is ignored.
+ */
+export class Reporter extends WorkerEntrypoint {
+  log(level, message) {
+    const call = calls.get(this.ctx.props.callId);
+    const mcpLevel = MCP_LEVEL.get(level);
+    if (!call || mcpLevel === undefined) return;
+    const text = String(message);
+    call.logBytes += text.length;
+    if (call.logBytes > call.fn.limits.logBytes) return;
+    call.report.log(mcpLevel, text);
+  }
+
+  progress(update) {
+    const call = calls.get(this.ctx.props.callId);
+    if (!call || !call.report.progress || update === null || typeof update !== 'object') return;
+    const { progress, total, message } = update;
+    if (typeof progress !== 'number' || !Number.isFinite(progress)) return;
+    call.report.progress({
+      progress,
+      ...(typeof total === 'number' && Number.isFinite(total) ? { total } : {}),
+      ...(typeof message === 'string' ? { message: message.slice(0, PROGRESS_MESSAGE_CHARS) } : {}),
+    });
   }
 }
 
@@ -71,11 +113,14 @@ function audit(line) {
   console.log(JSON.stringify({ audit: 'call', ...line }));
 }
 
-/** One call: checked arguments, a fresh isolate, the deadline, the result checked and sized. */
-async function runCall(env, ctx, fn, args, caller) {
+/**
+ * One call: checked arguments, a fresh isolate, the deadline, the result checked and sized.
+ * `report` gets the call's log lines and progress updates while it runs.
+ */
+async function runCall(env, ctx, fn, args, caller, report) {
   const started = Date.now();
   const callId = `${SETTINGS.instance}-${++nextCall}`;
-  const call = { fn, fetches: 0, trace: [] };
+  const call = { fn, fetches: 0, trace: [], logBytes: 0, report };
   let outcome;
   const validate = VALIDATORS[fn.name];
   if (!validate.input(args)) {
@@ -90,7 +135,7 @@ async function runCall(env, ctx, fn, args, caller) {
         compatibilityFlags: [],
         mainModule: 'runtime.js',
         modules: { 'runtime.js': RUNTIME, 'function.js': `export default ${fn.code};` },
-        env: {},
+        env: { REPORTER: ctx.exports.Reporter({ props: { callId } }) },
         globalOutbound: ctx.exports.Outbound({ props: { callId } }),
       }));
       const entry = worker.getEntrypoint(undefined, { limits: { cpuMs: fn.limits.timeoutMs } });
@@ -135,7 +180,7 @@ async function runCall(env, ctx, fn, args, caller) {
 
 function buildServer(env, ctx, request) {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: { listChanged: false } },
+    capabilities: { tools: { listChanged: false }, logging: {} },
     instructions: 'Tools are functions written in Callable Studio; each runs in an isolate of its own with its own network allow-list.',
   });
   server.setRequestHandler('tools/list', () => ({ tools: CATALOG.map(toolOf) }));
@@ -145,7 +190,26 @@ function buildServer(env, ctx, request) {
     // 2026-07-28 clients name themselves in each request's envelope; 2025-11-25 ones only at initialize.
     const client = mcp.mcpReq.envelope?.[CLIENT_INFO_META_KEY] ?? server.getClientVersion();
     const caller = client?.name ?? request.headers.get('user-agent') ?? 'unknown';
-    const outcome = await runCall(env, ctx, fn, req.params.arguments ?? {}, caller);
+    // The function's log lines and progress go out as notifications of this request (progress only
+    // when the client asked for it with a progressToken), all before the result, as locally.
+    const progressToken = mcp.mcpReq._meta?.progressToken;
+    const sent = [];
+    let lastProgressAt = -Infinity;
+    const report = {
+      log: (level, message) => sent.push(mcp.mcpReq.log(level, message, 'function').catch(() => {})),
+      progress:
+        progressToken === undefined
+          ? undefined
+          : (update) => {
+              lastProgressAt = Date.now();
+              sent.push(mcp.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...update } }).catch(() => {}));
+            },
+    };
+    const outcome = await runCall(env, ctx, fn, req.params.arguments ?? {}, caller, report);
+    await Promise.all(sent);
+    // Clients on the v1 SDK drop a progress notice that arrives in the same read as the result.
+    const sinceProgress = Date.now() - lastProgressAt;
+    if (sinceProgress < PROGRESS_GAP_MS) await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS - sinceProgress));
     if (!outcome.ok) return errorResult(describeFailure(fn.name, outcome.error));
     if (outcome.content) return { content: outcome.content };
     const value = outcome.value;

@@ -1,10 +1,14 @@
 // The module a function's own isolate runs (loaded by the gateway's Worker Loader, once per call).
 // It gives the compiled function the same `ctx` as the local sandbox: ctx.fetch goes out through
 // this isolate's global fetch, which workerd routes to the gateway's Outbound entrypoint and from
-// there to the egress Worker (the only way out). Nothing here sees a secret.
+// there to the egress Worker (the only way out); ctx.log and ctx.progress are reported as they
+// happen to the gateway's Reporter entrypoint (env.REPORTER), which sends them to the client.
+// Nothing here sees a secret.
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import fn from './function.js';
 
+/** The longest progress message passed on, as in the local sandbox (src-main/engine/sandbox/host/bridge.ts). */
+const PROGRESS_MESSAGE_CHARS = 1000;
 const brand = new WeakSet();
 const branded = (value) => {
   const frozen = Object.freeze(value);
@@ -90,6 +94,19 @@ async function ctxFetch(input, init) {
 export default class extends WorkerEntrypoint {
   /** Runs the function once; always resolves, with the outcome as the local sandbox shapes it. */
   async run(args, meta) {
+    // Reports go out one after another, in the order the function made them, and all of them
+    // before the outcome is returned (the gateway sends them to the client before the result).
+    const reporter = this.env.REPORTER;
+    let reported = Promise.resolve();
+    const report = (method, ...values) => {
+      reported = reported.then(() => reporter[method](...values)).catch(() => {});
+    };
+    const outcome = await this.#attempt(args, meta, report);
+    await reported;
+    return outcome;
+  }
+
+  async #attempt(args, meta, report) {
     const logs = [];
     let logBytes = 0;
     let logOverflow = false;
@@ -97,7 +114,10 @@ export default class extends WorkerEntrypoint {
       const message = format(parts);
       logBytes += message.length;
       if (logBytes > meta.logBytes) logOverflow = true;
-      else logs.push({ level, message });
+      else {
+        logs.push({ level, message });
+        report('log', level, message);
+      }
     };
     const ctxLog = (...a) => log('info', a);
     ctxLog.debug = (...a) => log('debug', a);
@@ -107,7 +127,14 @@ export default class extends WorkerEntrypoint {
     const ctx = Object.freeze({
       fetch: ctxFetch,
       log: Object.freeze(ctxLog),
-      progress: () => {},
+      progress: (progress, total, message) => {
+        const done = +progress;
+        if (!Number.isFinite(done)) throw new TypeError('ctx.progress: progress must be a number');
+        const update = { progress: done };
+        if (total !== undefined && Number.isFinite(+total)) update.total = +total;
+        if (message !== undefined) update.message = String(message).slice(0, PROGRESS_MESSAGE_CHARS);
+        report('progress', update);
+      },
       // Nobody can be asked from a deployed gateway (no studio, no server-to-client request in a stateless gateway).
       elicit: () => Promise.reject(new Error('ctx.elicit is not available on a deployed gateway: there is no one to ask; run this function with callable mcp or callable serve')),
       sample: () => Promise.reject(new Error('ctx.sample is not available on a deployed gateway')),
