@@ -26,6 +26,7 @@ import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { runFunction, type RunOptions } from './run.ts';
 import { openDatabase, writeTransaction, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
+import { VersionWatch } from './store/versionWatch.ts';
 import { diskFullOf } from './store/faults.ts';
 import { databaseFileOf, Upkeep } from './store/retention.ts';
 import { ProfileRepository } from './functions/profiles.ts';
@@ -118,11 +119,8 @@ export class Engine {
   readonly #db: Db;
   readonly #secrets: FolderSecrets;
   readonly #env: NodeJS.ProcessEnv;
-  readonly #catalogListeners = new Set<() => void>();
-  #catalogPoll: NodeJS.Timeout | undefined;
-  #catalogSeen = 0;
-  readonly #credentialListeners = new Set<() => void>();
-  #credentialPoll: NodeJS.Timeout | undefined;
+  readonly #catalogWatch = new VersionWatch(() => catalogVersion(this.#db), 250);
+  readonly #credentialWatch = new VersionWatch(() => credentialsVersion(this.#db), 250);
   #sandbox: Promise<Sandbox> | undefined;
   #net: Promise<{ guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
   #sandboxNow: Sandbox | undefined;
@@ -420,29 +418,7 @@ export class Engine {
    * within half a second. Returns the unsubscribe function.
    */
   onCatalogChange(listener: () => void): () => void {
-    this.#catalogListeners.add(listener);
-    if (!this.#catalogPoll) {
-      this.#catalogSeen = catalogVersion(this.#db);
-      this.#catalogPoll = setInterval(() => {
-        let now: number;
-        try {
-          now = catalogVersion(this.#db);
-        } catch {
-          return;
-        }
-        if (now === this.#catalogSeen) return;
-        this.#catalogSeen = now;
-        for (const l of [...this.#catalogListeners]) l();
-      }, 250);
-      this.#catalogPoll.unref();
-    }
-    return () => {
-      this.#catalogListeners.delete(listener);
-      if (this.#catalogListeners.size === 0 && this.#catalogPoll) {
-        clearInterval(this.#catalogPoll);
-        this.#catalogPoll = undefined;
-      }
-    };
+    return this.#catalogWatch.subscribe(listener);
   }
 
   /**
@@ -450,29 +426,7 @@ export class Engine {
    * bumpCredentials), polled like onCatalogChange. Returns the unsubscribe function.
    */
   onCredentialsChange(listener: () => void): () => void {
-    this.#credentialListeners.add(listener);
-    if (!this.#credentialPoll) {
-      let seen = credentialsVersion(this.#db);
-      this.#credentialPoll = setInterval(() => {
-        let now: number;
-        try {
-          now = credentialsVersion(this.#db);
-        } catch {
-          return;
-        }
-        if (now === seen) return;
-        seen = now;
-        for (const l of [...this.#credentialListeners]) l();
-      }, 250);
-      this.#credentialPoll.unref();
-    }
-    return () => {
-      this.#credentialListeners.delete(listener);
-      if (this.#credentialListeners.size === 0 && this.#credentialPoll) {
-        clearInterval(this.#credentialPoll);
-        this.#credentialPoll = undefined;
-      }
-    };
+    return this.#credentialWatch.subscribe(listener);
   }
 
   /**
@@ -526,10 +480,8 @@ export class Engine {
   #mcpTokenSeen: { version: string; token: string } | undefined;
 
   close(): void {
-    if (this.#catalogPoll) clearInterval(this.#catalogPoll);
-    this.#catalogListeners.clear();
-    if (this.#credentialPoll) clearInterval(this.#credentialPoll);
-    this.#credentialListeners.clear();
+    this.#catalogWatch.stop();
+    this.#credentialWatch.stop();
     this.prompts.close();
     this.#sandboxNow?.dispose();
     void this.#sandbox?.then((s) => s.dispose());

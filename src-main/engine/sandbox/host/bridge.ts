@@ -234,17 +234,11 @@ export class RunBridge implements HostBinding {
       this.#run.fail('fetch_limit', `the function made more than ${limit} requests (limits.fetchCount); make fewer or raise the limit`, { limit: 'fetchCount' });
       return refusal('fetch limit reached', 'fetch_limit');
     }
-    this.#job
-      .fetch(request, this.#run.signal)
-      .then(
-        (response) => this.#settle(id, true, { ...response }),
-        (error: unknown) => {
-          const info = toErrorInfo(error);
-          if (RUN_ENDING_CODES.has(info.code)) this.#run.fail(info.code, info.message, info.details);
-          else this.#settle(id, false, { code: info.code, message: info.message });
-        },
-      )
-      .catch(() => {});
+    this.#deliver(
+      id,
+      this.#job.fetch(request, this.#run.signal).then((response) => ({ ...response })),
+      RUN_ENDING_CODES,
+    );
     return { ok: true, value: id };
   }
 
@@ -254,17 +248,22 @@ export class RunBridge implements HostBinding {
     if (typeof request === 'string') return refusal(`ctx.${kind}: ${request}`, 'bad_input');
     const ask = this.#job.ask;
     if (!ask) return refusal(`ctx.${kind} is not available in this run`, 'ask_unavailable');
-    ask(request, this.#run.signal)
+    this.#deliver(id, ask(request, this.#run.signal), ASK_ENDING_CODES);
+    return { ok: true, value: id };
+  }
+
+  /** Settles operation `id` in the isolate with what `work` gives, or its error; an error with one of `ending` codes ends the whole run instead. */
+  #deliver(id: number, work: Promise<unknown>, ending: ReadonlySet<ErrorCode>): void {
+    work
       .then(
         (value) => this.#settle(id, true, value),
         (error: unknown) => {
           const info = toErrorInfo(error);
-          if (ASK_ENDING_CODES.has(info.code)) this.#run.fail(info.code, info.message, info.details);
+          if (ending.has(info.code)) this.#run.fail(info.code, info.message, info.details);
           else this.#settle(id, false, { code: info.code, message: info.message });
         },
       )
       .catch(() => {});
-    return { ok: true, value: id };
   }
 
   /** Finishes an async host operation inside the isolate, with the time left as its CPU budget. */

@@ -31,7 +31,7 @@ const executor = new SandboxExecutor({ onDiagnostic: (message) => process.stderr
 const modules = new Map<string, { hash: string; code: string }>();
 const runs = new Map<
   string,
-  { abort: AbortController; fetches: Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }>; asks: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }> }
+  { abort: AbortController; fetches: Map<number, Waiter<IncomingResponse>>; asks: Map<number, Waiter<unknown>> }
 >();
 let nextOp = 1;
 
@@ -99,8 +99,8 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
   }
   const state = {
     abort: new AbortController(),
-    fetches: new Map<number, { resolve: (r: IncomingResponse) => void; reject: (e: Error) => void }>(),
-    asks: new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>(),
+    fetches: new Map<number, Waiter<IncomingResponse>>(),
+    asks: new Map<number, Waiter<unknown>>(),
   };
   runs.set(runId, state);
   try {
@@ -115,27 +115,9 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
       onLog: (entry) => send({ t: 'log', runId, ...entry }),
       onProgress: (update) => send({ t: 'progress', runId, ...update }),
       // The engine performs the request (policy, credentials, trace) and answers with the response.
-      fetch: (request, signal) =>
-        new Promise<IncomingResponse>((resolve, reject) => {
-          const op = nextOp++;
-          state.fetches.set(op, { resolve, reject });
-          signal.addEventListener('abort', () => {
-            state.fetches.delete(op);
-            reject(new StudioError('cancelled', 'the run has ended'));
-          });
-          send({ t: 'fetch', runId, op, request });
-        }),
+      fetch: (request, signal) => answerOf(state.fetches, signal, (op) => send({ t: 'fetch', runId, op, request })),
       // ctx.elicit / ctx.sample: the engine asks (the client, the studio) and answers.
-      ask: (request, signal) =>
-        new Promise<unknown>((resolve, reject) => {
-          const op = nextOp++;
-          state.asks.set(op, { resolve, reject });
-          signal.addEventListener('abort', () => {
-            state.asks.delete(op);
-            reject(new StudioError('cancelled', 'the run has ended'));
-          });
-          send({ t: 'ask', runId, op, ...request });
-        }),
+      ask: (request, signal) => answerOf(state.asks, signal, (op) => send({ t: 'ask', runId, op, ...request })),
     });
     send({ t: 'done', runId, outcome });
   } catch (error) {
@@ -143,6 +125,25 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
   } finally {
     runs.delete(runId);
   }
+}
+
+type Waiter<T> = { resolve: (value: T) => void; reject: (e: Error) => void };
+
+/** Sends a request to the engine under a new op number and waits for its answer (`handle` settles it), or for the run to end. */
+function answerOf<T>(waiting: Map<number, Waiter<T>>, signal: AbortSignal, ask: (op: number) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const op = nextOp++;
+    const settled = <A>(settle: (a: A) => void) => (a: A): void => {
+      waiting.delete(op);
+      settle(a);
+    };
+    waiting.set(op, { resolve: settled(resolve), reject: settled(reject) });
+    signal.addEventListener('abort', () => {
+      waiting.delete(op);
+      reject(new StudioError('cancelled', 'the run has ended'));
+    });
+    ask(op);
+  });
 }
 
 function knownCode(code: string): ErrorCode {
