@@ -274,14 +274,14 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
   it('checks the result against the output schema, and enforces the result and log limits', async () => {
     const c = await client(era);
     expect(textOf(await c.callTool('bad_output', {}))).toBe('bad_output failed (output_invalid): the result does not match the outputSchema: result.n must be number');
-    expect(textOf(await c.callTool('too_big', {}))).toBe('too_big stopped at a sandbox limit (result_too_large): the result is 2002 bytes, more than 1024 (limits.resultBytes)');
+    expect(textOf(await c.callTool('too_big', {}))).toBe('too_big stopped at a sandbox limit (result_too_large): the result is 2002 bytes, over the result size limit of 1024 bytes (limits.resultBytes); return less or raise the limit');
     expect(textOf(await c.callTool('too_chatty', {}))).toBe('too_chatty stopped at a sandbox limit (log_limit): the function logged more than 1024 bytes (limits.logBytes)');
   });
 
   it('ends a call at its deadline', async () => {
     const started = Date.now();
     const result = await (await client(era)).callTool('sleepy', {});
-    expect(textOf(result)).toBe('sleepy stopped at a sandbox limit (timeout): the function did not finish within 300 ms (timeoutMs)');
+    expect(textOf(result)).toBe('sleepy stopped at a sandbox limit (timeout): the run exceeded its deadline of 300 ms (timeoutMs); make it faster or raise timeoutMs');
     expect(Date.now() - started).toBeLessThan(4000);
   });
 

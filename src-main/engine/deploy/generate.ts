@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -156,7 +156,8 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
   }
 
   const validators = await validatorModules(records);
-  const runtime = readFileSync(join(WORKERS, 'runtime.js'), 'utf8');
+  // The isolate's module: the function itself is the loader's second module, not bundled in.
+  const runtime = await bundle(join(WORKERS, 'runtime.js'), {}, ['./function.js']);
   const settings = {
     compatibilityDate: COMPATIBILITY_DATE,
     checkHost: options.target === 'workerd',
@@ -243,7 +244,7 @@ async function validatorModules(records: FunctionRecord[]): Promise<Record<strin
   return modules;
 }
 
-async function bundle(entry: string, virtual: Record<string, string>): Promise<string> {
+async function bundle(entry: string, virtual: Record<string, string>, external: string[] = []): Promise<string> {
   const { build } = await import('esbuild');
   const repoRoot = join(HERE, '..', '..', '..');
   const plugin: Plugin = {
@@ -262,7 +263,7 @@ async function bundle(entry: string, virtual: Record<string, string>): Promise<s
     target: 'es2023',
     mainFields: ['module', 'main'],
     conditions: ['workerd', 'worker', 'browser', 'import', 'default'],
-    external: ['cloudflare:*', 'node:*'],
+    external: ['cloudflare:*', 'node:*', ...external],
     logLevel: 'silent',
     legalComments: 'none',
     // Bundled engine modules call createRequire(import.meta.url) at load (schemas.ts); the URL only has to be one.

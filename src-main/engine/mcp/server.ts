@@ -2,6 +2,7 @@ import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type Ca
 import type { ApprovalRequest } from '../index.ts';
 import type { McpEnginePort as Engine, McpRunOptions } from './port.ts';
 import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../model/index.ts';
+import { describeToolFailure, toolErrorResult } from '../model/toolResults.ts';
 
 export const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
 
@@ -295,30 +296,10 @@ function toolOf(f: FunctionRecord): Tool {
 }
 
 function errorResult(text: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text }] };
+  return { ...toolErrorResult(text) };
 }
 
-/** A message a model can act on: what went wrong and what to change. */
 function describeFailure(name: string, result: Extract<RunResult, { ok: false }>): string {
   const { code, message, details } = result.error;
-  switch (code) {
-    case 'bad_input':
-      return `Invalid arguments for ${name}: ${typeof details?.problem === 'string' ? details.problem : message}. Fix the arguments to match the tool's input schema and call again.`;
-    case 'function_error':
-      return `${name} failed: ${message}`;
-    case 'cancelled':
-      return `${name} was cancelled.`;
-    case 'sandbox_crashed':
-      return `${name} did not finish because its sandbox process stopped: ${message}`;
-    case 'timeout':
-    case 'memory_limit':
-    case 'result_too_large':
-    case 'log_limit':
-    case 'fetch_limit':
-    case 'response_too_large':
-    case 'sample_limit':
-      return `${name} stopped at a sandbox limit (${code}): ${message}`;
-    default:
-      return `${name} failed (${code}): ${message}`;
-  }
+  return describeToolFailure(name, { code, message, problem: typeof details?.problem === 'string' ? details.problem : undefined });
 }

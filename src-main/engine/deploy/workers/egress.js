@@ -97,8 +97,9 @@ export default {
         redirectMode = value;
         continue;
       }
-      // workerd adds these itself on the way from the isolate; they are not the function's.
-      if (lower === 'cf-connecting-ip' || lower === 'cf-worker' || lower === 'cf-ray') continue;
+      // workerd adds these itself on the way from the isolate; they are not the function's. The
+      // body's framing is set again from the body read below (the runtime refuses a function's own).
+      if (lower === 'cf-connecting-ip' || lower === 'cf-worker' || lower === 'cf-ray' || lower === 'content-length' || lower === 'transfer-encoding') continue;
       if (MANAGED.has(lower) || lower.startsWith('proxy-')) {
         const url = new URL(request.url);
         return refuse('egress_refused', `${method} ${display(url)} refused: the "${name}" header is set by the host, not by the function; remove it`, []);

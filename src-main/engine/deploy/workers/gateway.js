@@ -8,6 +8,7 @@ import { WorkerEntrypoint } from 'cloudflare:workers';
 import { CLIENT_INFO_META_KEY, createMcpHandler, hostHeaderValidationResponse, localhostAllowedHostnames, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import { originAllowed } from '../../mcp/httpOrigin.ts';
 import { formatAjvErrors } from '../../functions/schemas.ts';
+import { describeToolFailure, resultTooLargeMessage, timeoutMessage, toolErrorResult } from '../../model/toolResults.ts';
 import { CATALOG, SETTINGS, RUNTIME } from 'callable:catalog';
 import { VALIDATORS } from 'callable:validators';
 
@@ -23,6 +24,8 @@ const MCP_LEVEL = new Map([
 const PROGRESS_MESSAGE_CHARS = 1000;
 /** How long a result waits behind a progress notice sent just before it (as the local server). */
 const PROGRESS_GAP_MS = 20;
+/** The log lines and progress updates one call sends to the Reporter; each is a subrequest of its isolate. */
+const REPORTS_PER_CALL = 1000;
 const byName = new Map(CATALOG.map((f) => [f.name, f]));
 /** Calls in flight in this isolate, by id: what their Outbound requests and reports are counted against. */
 const calls = new Map();
@@ -93,20 +96,6 @@ function toolOf(f) {
   };
 }
 
-function errorResult(text) {
-  return { isError: true, content: [{ type: 'text', text }] };
-}
-
-const LIMIT_CODES = new Set(['timeout', 'memory_limit', 'result_too_large', 'log_limit', 'fetch_limit', 'response_too_large']);
-
-/** The same wording as the local server's results (src-main/engine/mcp/server.ts). */
-function describeFailure(name, error) {
-  if (error.code === 'bad_input') return `Invalid arguments for ${name}: ${error.problem}. Fix the arguments to match the tool's input schema and call again.`;
-  if (error.code === 'function_error') return `${name} failed: ${error.message}`;
-  if (LIMIT_CODES.has(error.code)) return `${name} stopped at a sandbox limit (${error.code}): ${error.message}`;
-  return `${name} failed (${error.code}): ${error.message}`;
-}
-
 function audit(line) {
   // In workerd the console is the process's log: one JSON line per call.
   // eslint-disable-next-line no-console
@@ -130,6 +119,7 @@ async function runCall(env, ctx, fn, args, caller, report) {
     calls.set(callId, call);
     let timer;
     try {
+      const limits = { cpuMs: fn.limits.timeoutMs, subRequests: fn.limits.fetchCount + REPORTS_PER_CALL };
       const worker = env.LOADER.get(null, () => ({
         compatibilityDate: SETTINGS.compatibilityDate,
         compatibilityFlags: [],
@@ -137,16 +127,18 @@ async function runCall(env, ctx, fn, args, caller, report) {
         modules: { 'runtime.js': RUNTIME, 'function.js': `export default ${fn.code};` },
         env: { REPORTER: ctx.exports.Reporter({ props: { callId } }) },
         globalOutbound: ctx.exports.Outbound({ props: { callId } }),
+        // Cloudflare ends an isolate past these (workerd does not: there the supervisor of --serve does).
+        limits,
       }));
-      const entry = worker.getEntrypoint(undefined, { limits: { cpuMs: fn.limits.timeoutMs } });
+      const entry = worker.getEntrypoint(undefined, { limits });
       const deadline = new Promise((resolve) => {
         timer = setTimeout(
-          () => resolve({ ok: false, error: { code: 'timeout', message: `the function did not finish within ${fn.limits.timeoutMs} ms (timeoutMs)` }, logs: [] }),
+          () => resolve({ ok: false, error: { code: 'timeout', message: timeoutMessage(fn.limits.timeoutMs) }, logs: [] }),
           fn.limits.timeoutMs,
         );
       });
       outcome = await Promise.race([
-        entry.run(args, { name: fn.name, runId: callId, deadline: started + fn.limits.timeoutMs, logBytes: fn.limits.logBytes }),
+        entry.run(args, { name: fn.name, runId: callId, deadline: started + fn.limits.timeoutMs, logBytes: fn.limits.logBytes, resultBytes: fn.limits.resultBytes, reports: REPORTS_PER_CALL }),
         deadline,
       ]);
     } catch (error) {
@@ -159,7 +151,7 @@ async function runCall(env, ctx, fn, args, caller, report) {
   if (outcome.ok && outcome.json !== undefined) {
     const bytes = new TextEncoder().encode(outcome.json).byteLength;
     if (bytes > fn.limits.resultBytes) {
-      outcome = { ok: false, error: { code: 'result_too_large', message: `the result is ${bytes} bytes, more than ${fn.limits.resultBytes} (limits.resultBytes)` } };
+      outcome = { ok: false, error: { code: 'result_too_large', message: resultTooLargeMessage(bytes, fn.limits.resultBytes) } };
     } else {
       outcome.value = JSON.parse(outcome.json);
       if (fn.outputSchema && !validate.output(outcome.value)) {
@@ -210,7 +202,7 @@ function buildServer(env, ctx, request) {
     // Clients on the v1 SDK drop a progress notice that arrives in the same read as the result.
     const sinceProgress = Date.now() - lastProgressAt;
     if (sinceProgress < PROGRESS_GAP_MS) await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS - sinceProgress));
-    if (!outcome.ok) return errorResult(describeFailure(fn.name, outcome.error));
+    if (!outcome.ok) return toolErrorResult(describeToolFailure(fn.name, outcome.error));
     if (outcome.content) return { content: outcome.content };
     const value = outcome.value;
     const text = typeof value === 'string' && !fn.outputSchema ? value : JSON.stringify(value);

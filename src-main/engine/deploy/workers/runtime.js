@@ -6,6 +6,7 @@
 // Nothing here sees a secret.
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import fn from './function.js';
+import { resultTooLargeMessage } from '../../model/toolResults.ts';
 
 /** The longest progress message passed on, as in the local sandbox (src-main/engine/sandbox/host/bridge.ts). */
 const PROGRESS_MESSAGE_CHARS = 1000;
@@ -57,18 +58,63 @@ class EgressError extends Error {
   }
 }
 
+/** Headers that frame the body: workerd sets them from the body, so the function may not. */
+const FRAMING = new Set(['content-length', 'transfer-encoding']);
+const BODY_OPTIONS = ['json', 'body', 'form', 'multipart'];
+
+/** ctx.fetch's `form`: {name: string | string[]} as application/x-www-form-urlencoded. */
+function formBody(form) {
+  if (form === null || typeof form !== 'object') throw new TypeError('ctx.fetch: form must be an object of name: value (or [values])');
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(form)) for (const v of Array.isArray(value) ? value : [value]) params.append(name, String(v));
+  return params;
+}
+
+/** ctx.fetch's `multipart`: {name: Part | Part[]}, Part = string | {data, filename?, contentType?}, as multipart/form-data. */
+function multipartBody(multipart) {
+  if (multipart === null || typeof multipart !== 'object') throw new TypeError('ctx.fetch: multipart must be an object of name: part (or [parts])');
+  const data = new FormData();
+  for (const [name, value] of Object.entries(multipart)) {
+    for (const part of Array.isArray(value) ? value : [value]) {
+      if (typeof part === 'string') data.append(name, part);
+      else if (part !== null && typeof part === 'object' && part.data !== undefined) {
+        const bytes = typeof part.data === 'string' || part.data instanceof Uint8Array || part.data instanceof ArrayBuffer ? part.data : undefined;
+        if (bytes === undefined) throw new TypeError(`ctx.fetch: multipart part "${name}": data must be text or bytes`);
+        const blob = new Blob([bytes], { type: part.contentType === undefined ? 'application/octet-stream' : String(part.contentType) });
+        data.append(name, blob, part.filename === undefined ? 'blob' : String(part.filename));
+      } else throw new TypeError(`ctx.fetch: multipart part "${name}" must be text or { data, filename?, contentType? }`);
+    }
+  }
+  return data;
+}
+
 async function ctxFetch(input, init) {
   const options = init ?? {};
   const headers = new Headers(options.headers ?? undefined);
+  const given = BODY_OPTIONS.filter((k) => options[k] !== undefined && (k === 'json' || options[k] !== null));
+  if (given.length > 1) throw new TypeError(`ctx.fetch: give one of json, body, form or multipart, not ${given.join(' and ')}`);
   let body;
   if (options.json !== undefined) {
-    if (options.body !== undefined) throw new TypeError('ctx.fetch: give either json or body, not both');
     body = JSON.stringify(options.json);
     if (!headers.has('content-type')) headers.set('content-type', 'application/json');
-  } else if (options.body !== undefined && options.body !== null) body = options.body;
+  } else if (given[0] === 'form') body = formBody(options.form);
+  else if (given[0] === 'multipart') body = multipartBody(options.multipart);
+  else if (given[0] === 'body') body = options.body;
+  const method = options.method === undefined ? (body !== undefined ? 'POST' : 'GET') : String(options.method);
+  for (const name of headers.keys()) {
+    if (FRAMING.has(name)) {
+      let shown = String(input);
+      try {
+        const u = new URL(shown);
+        shown = `${u.protocol}//${u.host}${u.pathname}`;
+      } catch {
+        /* the egress Worker refuses a bad URL */
+      }
+      throw new EgressError('egress_refused', `${method.toUpperCase()} ${shown} refused: the "${name}" header is set by the host, not by the function; remove it`);
+    }
+  }
   if (options.credential !== undefined) headers.set('x-callable-credential', String(options.credential));
   headers.set('x-callable-redirect', options.redirect === undefined ? 'follow' : String(options.redirect));
-  const method = options.method === undefined ? (body !== undefined ? 'POST' : 'GET') : String(options.method);
   const res = await fetch(String(input), { method, headers, body, redirect: 'manual' });
   const refusal = res.headers.get('x-callable-error');
   if (refusal) throw new EgressError(refusal, await res.text());
@@ -98,7 +144,9 @@ export default class extends WorkerEntrypoint {
     // before the outcome is returned (the gateway sends them to the client before the result).
     const reporter = this.env.REPORTER;
     let reported = Promise.resolve();
+    let reports = 0;
     const report = (method, ...values) => {
+      if (++reports > meta.reports) return;
       reported = reported.then(() => reporter[method](...values)).catch(() => {});
     };
     const outcome = await this.#attempt(args, meta, report);
@@ -148,9 +196,14 @@ export default class extends WorkerEntrypoint {
     try {
       const value = await handler(args, ctx);
       if (logOverflow) return { ok: false, error: { code: 'log_limit', message: `the function logged more than ${meta.logBytes} bytes (limits.logBytes)` }, logs };
-      if (value !== null && typeof value === 'object' && brand.has(value)) return { ok: true, content: [{ ...value }], logs };
+      // The result is sized here, before it crosses to the gateway (an RPC message has a limit of its own).
+      const sized = (outcome, text) => {
+        const bytes = new TextEncoder().encode(text).byteLength;
+        return bytes > meta.resultBytes ? { ok: false, error: { code: 'result_too_large', message: resultTooLargeMessage(bytes, meta.resultBytes) }, logs } : outcome;
+      };
+      if (value !== null && typeof value === 'object' && brand.has(value)) return sized({ ok: true, content: [{ ...value }], logs }, JSON.stringify([value]));
       if (Array.isArray(value) && value.length > 0 && value.every((v) => v !== null && typeof v === 'object' && brand.has(v))) {
-        return { ok: true, content: value.map((v) => ({ ...v })), logs };
+        return sized({ ok: true, content: value.map((v) => ({ ...v })), logs }, JSON.stringify(value));
       }
       let json;
       try {
@@ -158,7 +211,7 @@ export default class extends WorkerEntrypoint {
       } catch (error) {
         return { ok: false, error: { code: 'function_error', message: `TypeError: the result is not JSON-serializable: ${error?.message}` }, logs };
       }
-      return { ok: true, json, logs };
+      return sized({ ok: true, json, logs }, json);
     } catch (error) {
       if (error instanceof EgressError) return { ok: false, error: { code: error.code, message: error.message }, logs };
       const name = error && typeof error === 'object' ? String(error.name ?? 'Error') : 'Error';

@@ -2,6 +2,7 @@ import ivm from 'isolated-vm';
 import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
 import type { ContentItem, LogEntry } from '../../model/index.ts';
+import { resultTooLargeMessage, timeoutMessage } from '../../model/toolResults.ts';
 import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../protocol.ts';
 import { RunBridge, type RunControl } from './bridge.ts';
 import { callablePrelude } from './prelude.js';
@@ -12,6 +13,12 @@ const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
 const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
 /** Why a run's signal aborts once it has ended (a reason of our own: the default builds a DOMException, with its stack, on every run). */
 const RUN_ENDED = new StudioError('cancelled', 'the run has ended');
+/**
+ * How long the isolate of a run the host ended (deadline, limit, cancel) has to become free. Guest
+ * code can outlive its run where the timeout cannot reach it (a loop whose catch swallows the
+ * termination): past this its isolate is disposed, so it holds neither a CPU nor the next call.
+ */
+const STOP_GRACE_MS = 300;
 
 
 /**
@@ -188,14 +195,12 @@ class Run implements RunControl {
     }
 
     const slot = this.#slot;
-    // Heap figures wait for the isolate's lock: only measured when asked (the studio console).
+    // Heap figures wait for the isolate's lock: only measured when asked (the studio console), or
+    // to learn whether the guest of a run ended here has let go of its isolate.
     let heapBytes: number | undefined;
-    if (job.measureHeap && slot && !slot.isolate.isDisposed) {
-      try {
-        heapBytes = (await slot.isolate.getHeapStatistics()).used_heap_size;
-      } catch {
-        heapBytes = undefined;
-      }
+    if ((job.measureHeap || this.#failure) && slot && !slot.isolate.isDisposed) {
+      const measured = await this.#heapOrStop(slot);
+      if (job.measureHeap) heapBytes = measured;
     }
     if (slot) {
       this.#pool.release(slot);
@@ -205,6 +210,22 @@ class Run implements RunControl {
     const base = { logs: this.#bridge.logs, durationMs, ...(heapBytes === undefined ? {} : { heapBytes }) };
     if ('code' in result) return { ok: false, error: result, ...base, resultBytes: 0 };
     return this.#decode(result.json, base);
+  }
+
+  /** The isolate's used heap once it is free; for a run ended here, its isolate is disposed if it is not free within STOP_GRACE_MS. */
+  async #heapOrStop(slot: IsolateSlot): Promise<number | undefined> {
+    const heap = slot.isolate.getHeapStatistics().then(
+      (stats) => stats.used_heap_size,
+      () => undefined,
+    );
+    if (!this.#failure) return heap;
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<'stuck'>((resolve) => (timer = setTimeout(() => resolve('stuck'), STOP_GRACE_MS)));
+    const first = await Promise.race([heap, stuck]);
+    clearTimeout(timer);
+    if (first !== 'stuck') return first;
+    this.#pool.discard(slot);
+    return undefined;
   }
 
   #isLoadError(slot: IsolateSlot): boolean {
@@ -222,10 +243,13 @@ class Run implements RunControl {
         details: { limit: 'memoryMb' },
       };
     }
+    if (slot && slot.isolate.isDisposed && slot.stopped) {
+      return { code: 'sandbox_crashed', message: `"${this.#job.functionName}" did not finish: another call of it kept running past its end and its isolate was stopped; call it again`, details: { function: this.#job.functionName } };
+    }
     if (performance.now() >= this.#deadline - 2) {
       return {
         code: 'timeout',
-        message: `the run exceeded its deadline of ${this.#job.limits.timeoutMs} ms (timeoutMs); make it faster or raise timeoutMs`,
+        message: timeoutMessage(this.#job.limits.timeoutMs),
         details: { limit: 'timeoutMs' },
       };
     }
@@ -238,7 +262,7 @@ class Run implements RunControl {
     if (bytes > limit + 32) {
       return {
         ok: false,
-        error: { code: 'result_too_large', message: `the result is ${bytes} bytes, over the result size limit of ${limit} bytes (limits.resultBytes); return less or raise the limit`, details: { limit: 'resultBytes' } },
+        error: { code: 'result_too_large', message: resultTooLargeMessage(bytes, limit), details: { limit: 'resultBytes' } },
         ...base,
         resultBytes: bytes,
       };

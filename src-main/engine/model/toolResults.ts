@@ -1,0 +1,46 @@
+/**
+ * What an MCP client reads when a call fails: one wording for the local MCP server and the
+ * deployed gateway Worker (which bundles this module), so a model gets the same sentence from both.
+ * Pure: no Node built-in, no SDK type.
+ */
+
+export interface ToolErrorResult {
+  isError: true;
+  content: Array<{ type: 'text'; text: string }>;
+}
+
+/** A failed run as both servers see it: its code and message, and for bad arguments the problem found. */
+export interface ToolFailure {
+  code: string;
+  message: string;
+  /** bad_input: what is wrong with the arguments (the message otherwise). */
+  problem?: string | undefined;
+}
+
+/** The codes a sandbox limit ends a run with. */
+const LIMIT_CODES = new Set(['timeout', 'memory_limit', 'result_too_large', 'log_limit', 'fetch_limit', 'response_too_large', 'sample_limit']);
+
+export function toolErrorResult(text: string): ToolErrorResult {
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
+/** A message a model can act on: what went wrong and what to change. */
+export function describeToolFailure(name: string, failure: ToolFailure): string {
+  const { code, message } = failure;
+  if (code === 'bad_input') return `Invalid arguments for ${name}: ${failure.problem ?? message}. Fix the arguments to match the tool's input schema and call again.`;
+  if (code === 'function_error') return `${name} failed: ${message}`;
+  if (code === 'cancelled') return `${name} was cancelled.`;
+  if (code === 'sandbox_crashed') return `${name} did not finish because its sandbox process stopped: ${message}`;
+  if (LIMIT_CODES.has(code)) return `${name} stopped at a sandbox limit (${code}): ${message}`;
+  return `${name} failed (${code}): ${message}`;
+}
+
+/** A run that passed its deadline. */
+export function timeoutMessage(timeoutMs: number): string {
+  return `the run exceeded its deadline of ${timeoutMs} ms (timeoutMs); make it faster or raise timeoutMs`;
+}
+
+/** A result over its size limit; `limit` names the limit crossed when it is not limits.resultBytes. */
+export function resultTooLargeMessage(bytes: number, limitBytes: number, limit = 'limits.resultBytes'): string {
+  return `the result is ${bytes} bytes, over the result size limit of ${limitBytes} bytes (${limit}); return less or raise the limit`;
+}

@@ -1,0 +1,115 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine } from '../../src-main/engine/index.ts';
+import { defineFunction } from '../support/engine.ts';
+import { connect, type TestClient } from '../support/mcpClients.ts';
+import { vendorServer, type SeenRequest } from '../support/vendor.ts';
+import { freePort, startDeployServe, type DeployServe } from './support.ts';
+
+/**
+ * Request bodies through a deployed gateway on the real npm workerd: what ctx.fetch sends with
+ * json, body, form and multipart, as the bytes a loopback vendor receives.
+ */
+let dataDir: string;
+let vendor: Awaited<ReturnType<typeof vendorServer>>;
+let served: DeployServe;
+let client: TestClient;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'callable-deploy-bodies-'));
+  vendor = await vendorServer((_req, res) => res.end('received'));
+  const here = `127.0.0.1:${vendor.port}`;
+  const engine = createEngine({ dataDir });
+  try {
+    await defineFunction(
+      engine,
+      {
+        name: 'send',
+        description: 'Sends what it is given to the vendor',
+        allowedHosts: [here],
+        inputSchema: { type: 'object', properties: { method: { type: 'string' }, options: { type: 'object' }, bytes: { type: 'boolean' } } },
+      },
+      `export default async ({ method, options, bytes }, ctx) => {
+        const init = { ...options, method };
+        // JSON cannot carry bytes: a multipart part's data becomes a Uint8Array when asked.
+        if (bytes) init.multipart.file.data = new TextEncoder().encode(init.multipart.file.data);
+        const res = await ctx.fetch('http://${here}/in', init);
+        return res.status + ' ' + (await res.text());
+      }`,
+    );
+  } finally {
+    engine.close();
+  }
+  served = await startDeployServe(dataDir, ['--port', String(await freePort())]);
+  client = await connect('2026-07-28', { transport: 'http', url: served.url, token: served.token });
+}, 60_000);
+
+afterAll(async () => {
+  await client?.close().catch(() => {});
+  await served?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Calls `send` and returns what the vendor received for it. */
+async function sent(args: Record<string, unknown>): Promise<SeenRequest> {
+  const before = vendor.seen.length;
+  const result = await client.callTool('send', args);
+  expect(result.isError, result.content[0]?.text).toBeFalsy();
+  expect(result.content[0]!.text).toBe('200 received');
+  expect(vendor.seen.length).toBe(before + 1);
+  const seen = vendor.seen.at(-1)!;
+  // The host frames the body: its length is the one the vendor counted.
+  expect(Number(seen.headers['content-length'])).toBe(Buffer.byteLength(seen.body));
+  return seen;
+}
+
+describe('ctx.fetch with a body, deployed on workerd', () => {
+  it('POSTs JSON', async () => {
+    const seen = await sent({ method: 'POST', options: { json: { a: 1, b: ['é', null] } } });
+    expect(seen.method).toBe('POST');
+    expect(seen.headers['content-type']).toBe('application/json');
+    expect(seen.body).toBe('{"a":1,"b":["é",null]}');
+  });
+
+  it('PUTs text with its own content type', async () => {
+    const seen = await sent({ method: 'PUT', options: { body: 'plain words', headers: { 'content-type': 'text/plain' } } });
+    expect(seen).toMatchObject({ method: 'PUT', body: 'plain words', headers: { 'content-type': 'text/plain' } });
+  });
+
+  it('PATCHes a form, urlencoded, a list giving the name once per value', async () => {
+    const seen = await sent({ method: 'PATCH', options: { form: { q: 'a b&c', tag: ['x', 'y'] } } });
+    expect(seen.method).toBe('PATCH');
+    expect(seen.headers['content-type']).toBe('application/x-www-form-urlencoded;charset=UTF-8');
+    expect(seen.body).toBe('q=a+b%26c&tag=x&tag=y');
+  });
+
+  it('POSTs multipart: text fields and a file part with its name and type', async () => {
+    for (const bytes of [false, true]) {
+      const seen = await sent({
+        method: 'POST',
+        bytes,
+        options: { multipart: { note: ['first', 'second'], file: { data: 'file contents', filename: 'a.txt', contentType: 'text/plain' } } },
+      });
+      const boundary = /^multipart\/form-data; boundary="?([^";]+)"?$/.exec(String(seen.headers['content-type']))?.[1];
+      expect(boundary, String(seen.headers['content-type'])).toBeDefined();
+      const parts = seen.body.split(`--${boundary}`).slice(1, -1).map((p) => p.replace(/^\r\n/, '').replace(/\r\n$/, ''));
+      expect(parts).toEqual([
+        'Content-Disposition: form-data; name="note"\r\n\r\nfirst',
+        'Content-Disposition: form-data; name="note"\r\n\r\nsecond',
+        'Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nfile contents',
+      ]);
+      expect(seen.body.endsWith(`--${boundary}--\r\n`) || seen.body.endsWith(`--${boundary}--`)).toBe(true);
+    }
+  });
+
+  it('refuses a content-length the function sets itself, and more than one kind of body', async () => {
+    const own = await client.callTool('send', { method: 'POST', options: { body: 'x', headers: { 'content-length': '1' } } });
+    expect(own.content[0]!.text).toBe(
+      `send failed (egress_refused): POST http://127.0.0.1:${vendor.port}/in refused: the "content-length" header is set by the host, not by the function; remove it`,
+    );
+    const both = await client.callTool('send', { method: 'POST', options: { json: {}, form: { a: 'b' } } });
+    expect(both.content[0]!.text).toBe('send failed: TypeError: ctx.fetch: give one of json, body, form or multipart, not json and form');
+  });
+});
