@@ -173,3 +173,19 @@ const release = () => { if (!db.inTransaction) return; db.exec('COMMIT'); db.clo
 setTimeout(release, Number(process.env.LOCK_HOLD_MS));
 process.stdin.on('data', release);
 `;
+
+/**
+ * Leaves `dbFile`'s -wal and -shm behind as a crash does: another process (a plain `node` with
+ * better-sqlite3) writes to the database and is killed (SIGKILL) before it can close.
+ */
+export function crashedWriter(dbFile: string, cwd: string): void {
+  const killed = spawnSync(process.execPath, ['-e', CRASHED_WRITER], { cwd, env: { ...process.env, CRASH_DB: dbFile }, encoding: 'utf8' });
+  if (killed.signal !== 'SIGKILL') throw new Error(`the crashing writer ended otherwise (${killed.status ?? killed.signal}): ${killed.stderr}`);
+}
+
+const CRASHED_WRITER = `
+const Database = require('better-sqlite3');
+const db = new Database(process.env.CRASH_DB);
+db.prepare("INSERT OR REPLACE INTO settings (key, value) VALUES ('crash_test', ?)").run(String(Date.now()));
+process.kill(process.pid, 'SIGKILL');
+`;

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
-import { checkSchema, idleCheckpointer, writeTransaction, type Db, type IdleCheckpointer } from '../store/database.ts';
+import { checkSchema, corruptionOf, idleCheckpointer, writeTransaction, type Db, type IdleCheckpointer } from '../store/database.ts';
 import { StudioError, type ApprovalDecision, type RunRecord } from '../model/index.ts';
 
 interface Row {
@@ -341,26 +341,33 @@ export class RunLedger {
     this.#flushForRead();
   }
 
+  /** A read of the run history; damage SQLite finds there is the one line that says how to restore. */
+  #read<T>(read: () => T): T {
+    this.#flushForRead();
+    try {
+      return read();
+    } catch (error) {
+      throw corruptionOf(error, this.#db.name, 'its run history (the runs table)') ?? error;
+    }
+  }
+
   /** The newest rowid: a cursor for `after`. */
   cursor(): number {
-    this.#flushForRead();
-    return (this.#db.prepare('SELECT COALESCE(MAX(rowid), 0) AS c FROM runs').get() as { c: number }).c;
+    return this.#read(() => (this.#db.prepare('SELECT COALESCE(MAX(rowid), 0) AS c FROM runs').get() as { c: number }).c);
   }
 
   /** Runs recorded (by any process) after `cursor`, oldest first, with the new cursor. */
   after(cursor: number, limit = 100): { runs: RunRecord[]; cursor: number } {
-    this.#flushForRead();
-    const rows = this.#db.prepare(`SELECT r.rowid AS rid, r.*, a.approval FROM runs r ${WITH_APPROVAL} WHERE r.rowid > ? ORDER BY r.rowid LIMIT ?`).all(cursor, limit) as Array<Row & { rid: number }>;
+    const rows = this.#read(() => this.#db.prepare(`SELECT r.rowid AS rid, r.*, a.approval FROM runs r ${WITH_APPROVAL} WHERE r.rowid > ? ORDER BY r.rowid LIMIT ?`).all(cursor, limit) as Array<Row & { rid: number }>);
     return { runs: rows.map(toRecord), cursor: rows.length > 0 ? rows[rows.length - 1]!.rid : cursor };
   }
 
   list(filter: { functionName?: string | undefined; limit?: number | undefined } = {}): RunRecord[] {
-    this.#flushForRead();
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 1000);
-    const rows = (
+    const rows = this.#read(() =>
       filter.functionName === undefined
         ? this.#db.prepare(`SELECT r.*, a.approval FROM runs r ${WITH_APPROVAL} ORDER BY r.started_at DESC LIMIT ?`).all(limit)
-        : this.#db.prepare(`SELECT r.*, a.approval FROM runs r ${WITH_APPROVAL} WHERE r.function_name = ? ORDER BY r.started_at DESC LIMIT ?`).all(filter.functionName, limit)
+        : this.#db.prepare(`SELECT r.*, a.approval FROM runs r ${WITH_APPROVAL} WHERE r.function_name = ? ORDER BY r.started_at DESC LIMIT ?`).all(filter.functionName, limit),
     ) as Row[];
     return rows.map(toRecord);
   }

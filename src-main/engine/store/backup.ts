@@ -105,25 +105,36 @@ export function corruptDatabaseError(dbFile: string, reason: string): StudioErro
  * The integrity check made each time the database is opened, before anything is written to it.
  * `PRAGMA quick_check` over the whole file took 70-80 ms on a 53 MiB database (900 runs with 60 KB
  * arguments), 57 ms of it in the run history (`runs`), so opening checks every other table and index
- * (0.3-1 ms there) and leaves the run history to the full check each backup makes. quick_check(1)
- * does not help (57-62 ms): the number limits the errors reported, not the pages read.
+ * (0.3-1 ms there) and leaves the run history to `checkRunHistory`, run in the background after
+ * start-up, and to the full check each backup makes. quick_check(1) does not help (57-62 ms): the
+ * number limits the errors reported, not the pages read.
  */
 export function runIntegrityCheck(db: Db, dbFile: string): void {
   const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name <> 'runs' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
   for (const table of tables) {
-    let first: string | undefined;
-    try {
-      first = (db.pragma(`quick_check("${table.replace(/"/g, '""')}")`) as Array<{ quick_check: string }>)[0]?.quick_check;
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      // A page too damaged to walk stops the check itself; it is the same finding.
-      if (typeof code !== 'string' || !(code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB')) throw error;
-      first = `${code}: ${(error as Error).message}`;
-    }
-    if (first !== undefined && first !== 'ok') {
-      throw corruptDatabaseError(dbFile, `the integrity check of its table ${table} failed: ${checkFinding(first)}`);
-    }
+    const problem = tableProblem(db, dbFile, table);
+    if (problem) throw problem;
   }
+}
+
+/** The run history's share of the integrity check (the `runs` table and its indexes), left out at open; the error when it is damaged. */
+export function checkRunHistory(db: Db, dbFile: string): StudioError | undefined {
+  return tableProblem(db, dbFile, 'runs');
+}
+
+/** quick_check of one table and its indexes: the one-line error when it is damaged. */
+function tableProblem(db: Db, dbFile: string, table: string): StudioError | undefined {
+  let first: string | undefined;
+  try {
+    first = (db.pragma(`quick_check("${table.replace(/"/g, '""')}")`) as Array<{ quick_check: string }>)[0]?.quick_check;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    // A page too damaged to walk stops the check itself; it is the same finding.
+    if (typeof code !== 'string' || !(code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB')) throw error;
+    first = `${code}: ${(error as Error).message}`;
+  }
+  if (first === undefined || first === 'ok') return undefined;
+  return corruptDatabaseError(dbFile, `the integrity check of its table ${table} failed: ${checkFinding(first)}`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StudioError } from '../model/errors.ts';
 import { backupBeforeMigration, corruptDatabaseError, runIntegrityCheck } from './backup.ts';
@@ -171,7 +171,8 @@ export const BUSY_TIMEOUT_MS = 5000;
 export function openDatabase(dataDir: string, options: { create?: boolean } = {}): Db {
   ensureDataDir(dataDir, options.create ?? true);
   const file = join(dataDir, DATABASE_FILE);
-  refuseReadOnly(file);
+  const readOnly = readOnlyFile(file);
+  if (readOnly) throw readOnly;
   let db: Db | undefined;
   try {
     db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
@@ -181,6 +182,7 @@ export function openDatabase(dataDir: string, options: { create?: boolean } = {}
     db.pragma('synchronous = NORMAL');
     // After a checkpoint resets the WAL, the file is cut back to this size instead of staying at its peak.
     db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
+    checkWritable(db);
     runIntegrityCheck(db, file);
     migrate(db);
     watchSchema(db);
@@ -237,20 +239,51 @@ function ensureDataDir(dataDir: string, create: boolean): void {
   }
 }
 
-/** A database SQLite could only open read-only would fail at the first write, after a run already happened. */
-function refuseReadOnly(file: string): void {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r+');
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code === 'ENOENT') return;
-    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-      throw new StudioError('bad_input', `the database ${file} is read-only (${code}), and every run is recorded in it; make it writable (chmod u+w, chattr -i) or ${CHOOSE_ANOTHER}`);
+/** The database's files, and what each is to a user. */
+function databaseFiles(file: string): Array<{ path: string; what: string; role: string }> {
+  return [
+    { path: file, what: 'the database', role: 'every run is recorded in it' },
+    { path: `${file}-wal`, what: "the database's write-ahead log", role: 'every write goes through it' },
+    { path: `${file}-shm`, what: "the database's shared-memory index", role: 'every write goes through it' },
+  ];
+}
+
+/**
+ * The first of the database's files (itself, its -wal, its -shm) that cannot be written, as the one
+ * line that names it and the fix. access(2) opens no descriptor: a plain open and close of any of
+ * them would release every lock SQLite holds on it in this process.
+ */
+function readOnlyFile(file: string): StudioError | undefined {
+  for (const { path, what, role } of databaseFiles(file)) {
+    try {
+      accessSync(path, constants.R_OK | constants.W_OK);
+    } catch (error) {
+      const code = errnoOf(error);
+      if (code === 'ENOENT') continue;
+      if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+        return new StudioError('bad_input', `${what} ${path} is read-only (${code}), and ${role}; make it writable (chmod u+w, chattr -i) or ${CHOOSE_ANOTHER}`, { path });
+      }
+      return new StudioError('bad_input', `cannot open ${what} ${path} (${code}); ${CHOOSE_ANOTHER}`, { path });
     }
-    throw new StudioError('bad_input', `cannot open the database ${file} (${code}); ${CHOOSE_ANOTHER}`);
   }
-  closeSync(fd);
+  return undefined;
+}
+
+/**
+ * Asks SQLite whether this connection can write, before anything runs: a file it could only open
+ * read-only (the database, its -wal or -shm) fails every write, after a run already happened. Another
+ * process writing just now is no answer either way: that is left to the first write.
+ */
+function checkWritable(db: Db): void {
+  setBusyTimeout(db, 0);
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+  } catch (error) {
+    if (!isBusy(error)) throw error;
+  } finally {
+    setBusyTimeout(db, BUSY_TIMEOUT_MS);
+  }
 }
 
 function openFailure(error: unknown, dataDir: string, file: string): unknown {
@@ -264,6 +297,8 @@ function openFailure(error: unknown, dataDir: string, file: string): unknown {
     return corruptDatabaseError(file, reason);
   }
   if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM') {
+    const readOnly = readOnlyFile(file);
+    if (readOnly) return readOnly;
     const folder = folderNotWritable(dataDir);
     if (folder !== undefined) {
       return new StudioError(
@@ -377,18 +412,32 @@ function writeFailure(db: Db, error: unknown, waitedMs: number): unknown {
   if (isBusy(error)) return busyError(db.name, waitedMs);
   if (isDiskFull(error, dirname(db.name))) return diskFullError(dirname(db.name));
   if (isReadOnly(error)) return readOnlyError(db.name, error);
-  // A file made read-only under an open connection (chattr +i) is an I/O error to SQLite: find which.
+  const damaged = corruptionOf(error, db.name);
+  if (damaged) return damaged;
+  // A file made read-only under an open connection (chattr +i) is an I/O error to SQLite: find which,
+  // with access(2), which opens no descriptor (closing one would drop this connection's locks).
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code === 'string' && code.startsWith('SQLITE_IOERR')) {
-    for (const file of [db.name, `${db.name}-wal`, `${db.name}-shm`]) {
+    for (const { path } of databaseFiles(db.name)) {
       try {
-        closeSync(openSync(file, 'r+'));
+        accessSync(path, constants.R_OK | constants.W_OK);
       } catch (probe) {
-        if (isReadOnly(probe)) return readOnlyError(file, probe);
+        if (isReadOnly(probe)) return readOnlyError(path, probe);
       }
     }
   }
   return error;
+}
+
+/**
+ * SQLite reporting damage (SQLITE_CORRUPT, SQLITE_NOTADB) after the database was opened, as the same
+ * line as at open: what is damaged, that the file was left as it is, and the command that restores the
+ * newest backup. `what` names the part that was being read or written; undefined for any other error.
+ */
+export function corruptionOf(error: unknown, file: string, what = 'a page SQLite read'): StudioError | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'string' || !(code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB')) return undefined;
+  return corruptDatabaseError(file, `${what} is damaged: ${code}: ${(error as Error).message}`);
 }
 
 /** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_TIMEOUT…), and SQLITE_LOCKED. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { StudioError } from '../model/errors.ts';
-import { backupDatabase, backupsFolder, listBackups, restoreDatabase, type BackupInfo, type RestoreResult } from './backup.ts';
+import { backupDatabase, backupsFolder, checkRunHistory, listBackups, restoreDatabase, type BackupInfo, type RestoreResult } from './backup.ts';
 import { DATABASE_FILE, SCHEMA_VERSION, writeTransaction, type Db } from './database.ts';
 
 /**
@@ -46,6 +46,8 @@ const MIB = 1024 * 1024;
 /** Rows read per step of the walk through the window, and rows summarised per write transaction. */
 const WALK_PAGE = 500;
 const SUMMARY_BATCH = 50;
+/** How long after the folder is opened its run history gets the integrity check opening leaves out. */
+export const HISTORY_CHECK_MS = 1000;
 /** Background writes wait this long at most for another process's write lock, then try again later. */
 const BACKGROUND_BUSY_MS = 25;
 
@@ -254,12 +256,13 @@ export class Upkeep {
   readonly #backupAbort = new AbortController();
   #hourly: NodeJS.Timeout | undefined;
   #soon: NodeJS.Timeout | undefined;
+  #historyCheck: NodeJS.Timeout | undefined;
   #pruning = false;
   #backingUp = false;
   #stopped = false;
   #lastReport = '';
 
-  constructor(db: Db, dbFile: string, options: { diagnostic?: (message: string) => void; checkMs?: number; afterWriteMs?: number } = {}) {
+  constructor(db: Db, dbFile: string, options: { diagnostic?: (message: string) => void; checkMs?: number; afterWriteMs?: number; historyCheckMs?: number } = {}) {
     this.#db = db;
     this.#dbFile = dbFile;
     this.#diagnostic = options.diagnostic ?? (() => {});
@@ -272,6 +275,15 @@ export class Upkeep {
       void this.prune(true);
     }, options.checkMs ?? 60 * 60 * 1000);
     this.#hourly.unref();
+    // Opening leaves the run history out of its integrity check (the bulk of the file): it is checked
+    // once soon after, so damage there is said within seconds, not first by a failed read or write.
+    this.#historyCheck = setTimeout(() => {
+      this.#historyCheck = undefined;
+      if (this.#stopped || !this.#db.open) return;
+      const damaged = this.#safely(() => checkRunHistory(this.#db, this.#dbFile), undefined);
+      if (damaged) this.#report(damaged.message);
+    }, options.historyCheckMs ?? HISTORY_CHECK_MS);
+    this.#historyCheck.unref();
   }
 
   /** After a run was recorded: a pruning check shortly after (cheap when nothing is due). */
@@ -323,7 +335,8 @@ export class Upkeep {
     this.#backupAbort.abort();
     if (this.#hourly) clearInterval(this.#hourly);
     if (this.#soon) clearTimeout(this.#soon);
-    this.#hourly = this.#soon = undefined;
+    if (this.#historyCheck) clearTimeout(this.#historyCheck);
+    this.#hourly = this.#soon = this.#historyCheck = undefined;
   }
 
   #safely<T>(fn: () => T, fallback: T): T {
