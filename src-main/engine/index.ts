@@ -149,15 +149,7 @@ export class Engine {
       functions: this.functions,
       recordings: this.#recordings,
       run: (name, args, options) => this.run(name, args, options),
-      storedSecrets: async () => {
-        const names = (this.#db.prepare('SELECT name FROM credentials ORDER BY name').all() as Array<{ name: string }>).map((r) => r.name);
-        const out: Array<{ label: string; secret: string }> = [];
-        for (const name of names) {
-          const secret = await this.#secrets.get({ kind: 'credential', name });
-          if (secret !== undefined) out.push({ label: `credential "${name}"`, secret });
-        }
-        return out;
-      },
+      storedSecrets: async () => (await this.credentials.storedSecrets()).map(({ name, secret }) => ({ label: `credential "${name}"`, secret })),
     });
     this.prompts = new PromptDesk(this.#db);
     this.#approvals = new Approvals(this.prompts, this.runs);

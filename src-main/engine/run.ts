@@ -52,13 +52,14 @@ export interface RunDeps {
 
 /** Runs a function once (see Engine.run). Throws only for a function that does not exist or is disabled when required. */
 export async function runFunction(deps: RunDeps, name: string, args: unknown, options: RunOptions): Promise<RunResult> {
+  // A run's duration is from here to its result being ready (before its record is written).
+  const started = performance.now();
   // A run that could only be recorded in a schema another version replaced does not start.
   deps.runs.ready();
   const { record, compiled } = deps.functions.load(name);
   if (options.requireEnabled && !record.enabled) throw new StudioError('disabled', `function "${name}" is disabled; enable it to call it`);
   const runId = randomUUID();
   const startedAt = new Date().toISOString();
-  const started = performance.now();
   const trace: TraceEntry[] = [];
   const redactor = new Redactor();
   let result: RunResult;
@@ -73,7 +74,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       error: { code: 'bad_input', message: `invalid arguments: ${argProblem}`, details: { problem: argProblem } },
       logs: [],
       trace,
-      metrics: { durationMs: 0, resultBytes: 0 },
+      metrics: { durationMs: elapsed(started), resultBytes: 0 },
     };
   } else {
     const limits = effectiveLimits(record);
@@ -81,6 +82,25 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     const recorder = deps.record ? new ExchangeRecorder() : undefined;
     const track = (request: OutgoingRequest, response: Promise<IncomingResponse>): Promise<IncomingResponse> => (recorder ? recorder.track(request, response) : response);
     const signal = deps.interrupt && options.signal ? AbortSignal.any([options.signal, deps.interrupt]) : (deps.interrupt ?? options.signal);
+    // Every stored secret of the data folder, asked for when the run's first response arrives: a
+    // vendor may echo any of them, and what the sandbox is given must hold none.
+    let stored: Promise<Redactor> | undefined;
+    const redaction = (): Promise<Redactor> =>
+      (stored ??= deps.credentials.storedSecrets().then(
+        (secrets) => {
+          for (const { name: credentialName, secret } of secrets) redactor.add(credentialName, secret);
+          return redactor;
+        },
+        (error: unknown) => {
+          const info = error instanceof StudioError ? error : new StudioError('internal', String(error));
+          throw new StudioError(info.code, `the response was not given to the function: the stored secrets could not be read to remove them from it (${info.message})`, info.details);
+        },
+      ));
+    // An error's message may quote a vendor's redirect: it reaches the function only redacted.
+    const redactedError = (error: unknown): never => {
+      if (error instanceof StudioError && redactor.active) throw new StudioError(error.code, redactor.text(error.message), error.details);
+      throw error;
+    };
     const outcome = await sandbox.run({
       functionName: name,
       compiled,
@@ -93,6 +113,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),
       fetch: (request, signal) =>
         track(request, options.fetch ? options.fetch(request, signal) : guardedFetch(request, {
+          redaction,
           allowedHosts: record.allowedHosts,
           maxResponseBytes: limits.responseBytes,
           credential: async (credentialName) => {
@@ -106,7 +127,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
           resolver,
           signal,
           trace: (entry) => trace.push(entry),
-        })),
+        }).catch(redactedError)),
       ask: asker({ record, timeoutMs: limits.timeoutMs, schemas: deps.schemas, trace: (entry) => trace.push(entry), askers: { elicit: options.elicit, sample: options.sample } }),
     });
     const metrics = { durationMs: outcome.durationMs, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
@@ -124,6 +145,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       result = { ok: false, runId, error: outcome.error, logs: outcome.logs, trace, metrics };
     }
     result = redactor.json(result);
+    result.metrics.durationMs = elapsed(started);
     if (recorder) {
       kept = deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: redactor.json(args ?? {}), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
     }
@@ -139,7 +161,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     profile: options.profile,
     args: redactor.json(args),
     startedAt,
-    durationMs: Math.round((performance.now() - started) * 100) / 100,
+    durationMs: result.metrics.durationMs,
     ok: result.ok,
     errorCode: result.ok ? undefined : result.error.code,
     errorMessage: result.ok ? undefined : result.error.message.slice(0, 2000),
@@ -148,4 +170,8 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   };
   deps.runs.record(audit, kept);
   return result;
+}
+
+function elapsed(since: number): number {
+  return Math.round((performance.now() - since) * 100) / 100;
 }

@@ -42,6 +42,7 @@ export function credentialsVersion(db: Db): number {
 export class CredentialService {
   readonly #db: Db;
   readonly #secrets: FolderSecrets;
+  #stored: { version: number; secrets: Promise<Array<{ name: string; secret: string }>> } | undefined;
 
   constructor(db: Db, secrets: FolderSecrets) {
     this.#db = db;
@@ -212,6 +213,34 @@ export class CredentialService {
     const fn = this.#db.prepare('SELECT id, spec FROM functions WHERE name = ?').get(functionName) as { id: number; spec: string } | undefined;
     if (!fn) throw new StudioError('not_found', `no function named "${functionName}"; "callable list" shows them`);
     return fn;
+  }
+
+  /**
+   * Every credential's secret in this data folder, for redaction and for the scan of saved tests.
+   * A keychain read takes tens of ms, so they are kept until a credential changes in any process
+   * (credentials_version). With no credential the keychain is not asked. Rejects with the
+   * keychain's error (keychain_*), which is not kept.
+   */
+  storedSecrets(): Promise<Array<{ name: string; secret: string }>> {
+    const version = credentialsVersion(this.#db);
+    if (this.#stored?.version !== version) {
+      const secrets = this.#readSecrets();
+      this.#stored = { version, secrets };
+      secrets.catch(() => {
+        if (this.#stored?.secrets === secrets) this.#stored = undefined;
+      });
+    }
+    return this.#stored!.secrets;
+  }
+
+  async #readSecrets(): Promise<Array<{ name: string; secret: string }>> {
+    const names = (this.#db.prepare('SELECT name FROM credentials ORDER BY name').all() as Array<{ name: string }>).map((r) => r.name);
+    const out: Array<{ name: string; secret: string }> = [];
+    for (const name of names) {
+      const secret = await this.#secrets.get({ kind: 'credential', name });
+      if (secret !== undefined) out.push({ name, secret });
+    }
+    return out;
   }
 
   /** What the guarded fetch adds for `name`, for a function that declared `allowed` credentials. */

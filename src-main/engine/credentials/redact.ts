@@ -1,15 +1,43 @@
+/** Secrets shorter than this are not looked for: they would match ordinary text. */
+const MIN_SECRET_LENGTH = 4;
+
 /**
- * Replaces every occurrence of the run's secrets (raw, JSON-escaped, URL-encoded and base64 forms)
- * in text leaving a run: logs, traces, results, error messages.
+ * The forms of `secret` the product recognises: raw, JSON-escaped (also with `\/`), URL-encoded
+ * (also as a form field) and base64 (standard and URL-safe). Base64 of the secret inside a longer
+ * base64 text depends on where in a 3-byte group it starts, so each of the three alignments gives
+ * the characters that only the secret's bytes determine.
+ */
+export function secretForms(secret: string): string[] {
+  const json = JSON.stringify(secret).slice(1, -1);
+  const bytes = Buffer.from(secret);
+  const form = new URLSearchParams([['', secret]]).toString().slice(1);
+  const forms = new Set([secret, json, json.split('/').join('\\/'), encodeURIComponent(secret), form, bytes.toString('base64')]);
+  for (let shift = 0; shift < 3; shift++) {
+    const shifted = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
+    const core = shifted.slice(Math.ceil((8 * shift) / 6), Math.floor((8 * (shift + bytes.length)) / 6));
+    forms.add(core);
+    forms.add(core.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return [...forms].filter((f) => f.length >= MIN_SECRET_LENGTH);
+}
+
+interface Needle {
+  needle: string;
+  label: string;
+}
+
+/**
+ * Replaces every occurrence of the run's secrets (in the forms of secretForms) in what crosses
+ * into the sandbox (response bodies, headers, messages) and in text leaving a run (logs, traces,
+ * results, error messages).
  */
 export class Redactor {
-  readonly #needles: Array<{ needle: string; label: string }> = [];
+  readonly #needles: Needle[] = [];
 
   add(name: string, secret: string): void {
-    if (secret.length < 4) return;
+    if (secret.length < MIN_SECRET_LENGTH) return;
     const label = `[redacted:${name}]`;
-    const forms = new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), Buffer.from(secret).toString('base64')]);
-    for (const needle of forms) if (!this.#needles.some((n) => n.needle === needle)) this.#needles.push({ needle, label });
+    for (const needle of secretForms(secret)) if (!this.#needles.some((n) => n.needle === needle)) this.#needles.push({ needle, label });
     this.#needles.sort((a, b) => b.needle.length - a.needle.length);
   }
 
@@ -29,5 +57,62 @@ export class Redactor {
     const text = JSON.stringify(value);
     const redacted = this.text(text);
     return redacted === text ? value : (JSON.parse(redacted) as T);
+  }
+
+  /** A redaction of one byte stream, with the secrets known now. */
+  stream(): StreamRedaction {
+    return new StreamRedaction(this.#needles);
+  }
+}
+
+/**
+ * Redacts a byte stream chunk by chunk: what it gives back never holds a secret, and a secret
+ * split across chunks is still found, since the bytes that could start one are held back until
+ * the next chunk (or the end) decides.
+ */
+export class StreamRedaction {
+  readonly #needles: Array<{ bytes: Buffer; label: Buffer }>;
+  /** The longest needle less one: a tail this long may be the start of a secret. */
+  readonly #hold: number;
+  #carry: Buffer = Buffer.alloc(0);
+  /** Whether a secret was replaced (the body's length may have changed). */
+  replaced = false;
+
+  constructor(needles: readonly Needle[]) {
+    this.#needles = needles.map((n) => ({ bytes: Buffer.from(n.needle), label: Buffer.from(n.label) }));
+    this.#hold = Math.max(0, ...this.#needles.map((n) => n.bytes.length - 1));
+  }
+
+  push(chunk: Uint8Array): Buffer {
+    if (this.#needles.length === 0) return Buffer.from(chunk);
+    return this.#scan(this.#carry.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.#carry, chunk]), false);
+  }
+
+  end(): Buffer {
+    return this.#scan(this.#carry, true);
+  }
+
+  #scan(buf: Buffer, final: boolean): Buffer {
+    const out: Buffer[] = [];
+    let pos = 0;
+    const next = this.#needles.map((n) => buf.indexOf(n.bytes));
+    for (;;) {
+      // The leftmost occurrence; of two at the same place, the longer form.
+      let best = -1;
+      for (let i = 0; i < next.length; i++) {
+        const at = next[i]!;
+        if (at >= 0 && (best < 0 || at < next[best]! || (at === next[best]! && this.#needles[i]!.bytes.length > this.#needles[best]!.bytes.length))) best = i;
+      }
+      if (best < 0) break;
+      const at = next[best]!;
+      this.replaced = true;
+      out.push(buf.subarray(pos, at), this.#needles[best]!.label);
+      pos = at + this.#needles[best]!.bytes.length;
+      for (let i = 0; i < next.length; i++) if (next[i]! >= 0 && next[i]! < pos) next[i] = buf.indexOf(this.#needles[i]!.bytes, pos);
+    }
+    const safe = final ? buf.length : Math.max(pos, buf.length - this.#hold);
+    out.push(buf.subarray(pos, safe));
+    this.#carry = Buffer.from(buf.subarray(safe));
+    return Buffer.concat(out);
   }
 }

@@ -3,7 +3,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
+import type { Redactor } from '../credentials/redact.ts';
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
 import { classifyAddress, isIpLiteral, unbracket } from './addresses.ts';
 
@@ -31,6 +33,12 @@ export interface FetchPolicy {
   signal: AbortSignal;
   /** Called once per hop, and once per refusal. */
   trace: (entry: TraceEntry) => void;
+  /**
+   * Replaces the data folder's stored secrets in every response (its body as it streams in, its
+   * header values, status text and URL) before the function is given it. Asked once a response
+   * arrives; when it rejects (the keychain cannot be read) the response is not given.
+   */
+  redaction?: (() => Promise<Redactor>) | undefined;
 }
 
 const MANAGED_HEADERS = new Set([
@@ -127,13 +135,14 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
       throw new StudioError('fetch_failed', `${currentMethod} ${target.display}: ${told}`);
     }
     entry.status = response.status;
-    entry.bytesIn = response.body.byteLength;
+    entry.bytesIn = response.bytesIn;
     entry.ms = round(performance.now() - started);
     policy.trace(entry);
 
     const location = response.headers.find(([k]) => k === 'location')?.[1];
     if (!REDIRECT_STATUSES.has(response.status) || location === undefined || request.redirect === 'manual') {
-      return { status: response.status, statusText: response.statusText, headers: response.headers, url: target.display, redirected: hop > 0, body: response.body };
+      const shown = response.redactor ? response.redactor.text(target.display) : target.display;
+      return { status: response.status, statusText: response.statusText, headers: response.headers, url: shown, redirected: hop > 0, body: response.body };
     }
     if (request.redirect === 'error') {
       throw new StudioError('fetch_failed', `${currentMethod} ${target.display} redirected to ${location} and the request said redirect: "error"`);
@@ -224,6 +233,33 @@ interface RawResponse {
   statusText: string;
   headers: Array<[string, string]>;
   body: Uint8Array;
+  /** The body's size as the vendor sent it (decompressed), before redaction. */
+  bytesIn: number;
+  redactor: Redactor | undefined;
+}
+
+/** Content codings the host decodes; zstd where this Node has it. */
+const DECODERS: Record<string, (() => Transform) | undefined> = {
+  gzip: () => zlib.createGunzip(),
+  'x-gzip': () => zlib.createGunzip(),
+  deflate: () => zlib.createInflate(),
+  br: () => zlib.createBrotliDecompress(),
+  zstd: (zlib as { createZstdDecompress?: () => Transform }).createZstdDecompress,
+};
+
+/** The decoders for a Content-Encoding, in the order to apply them; undefined for a coding the host cannot decode. */
+function decodersFor(header: string | undefined): Array<() => Transform> | undefined {
+  const codings = String(header ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  const out: Array<() => Transform> = [];
+  for (const coding of codings.reverse()) {
+    const make = Object.hasOwn(DECODERS, coding) ? DECODERS[coding] : undefined;
+    if (!make) return undefined;
+    out.push(make);
+  }
+  return out;
 }
 
 function send(
@@ -254,40 +290,57 @@ function send(
         reject(tooLarge(policy.maxResponseBytes, url));
         return;
       }
-      const encoding = String(res.headers['content-encoding'] ?? '').toLowerCase();
-      const decoder =
-        encoding === 'gzip' || encoding === 'x-gzip'
-          ? zlib.createGunzip()
-          : encoding === 'deflate'
-            ? zlib.createInflate()
-            : encoding === 'br'
-              ? zlib.createBrotliDecompress()
-              : undefined;
-      const stream = decoder ? res.pipe(decoder) : res;
+      const redaction = policy.redaction ? policy.redaction() : Promise.resolve(undefined);
+      redaction.then(
+        (redactor) => read(res, redactor),
+        (error: unknown) => {
+          res.destroy();
+          reject(error as Error);
+        },
+      );
+    });
+    const read = (res: http.IncomingMessage, redactor: Redactor | undefined): void => {
+      const encoding = res.headers['content-encoding'];
+      const makers = decodersFor(encoding);
+      // A body the host cannot decode cannot be searched for secrets either: it is not given when there are secrets to look for.
+      if (makers === undefined && redactor?.active) {
+        res.destroy();
+        reject(new StudioError('fetch_failed', `${method} ${url.protocol}//${url.host}${url.pathname}: the response is encoded as "${encoding}", which the host cannot decode to check it for secrets; send accept-encoding: gzip, deflate, br (or none)`));
+        return;
+      }
+      const decoders = (makers ?? []).map((make) => make());
+      let stream: Readable = res;
+      for (const decoder of decoders) {
+        decoder.on('error', reject);
+        stream = stream.pipe(decoder);
+      }
+      const redact = redactor?.active ? redactor.stream() : undefined;
       const chunks: Buffer[] = [];
       let size = 0;
       stream.on('data', (chunk: Buffer) => {
         size += chunk.byteLength;
         if (size > policy.maxResponseBytes) {
           res.destroy();
-          decoder?.destroy();
+          for (const decoder of decoders) decoder.destroy();
           reject(tooLarge(policy.maxResponseBytes, url));
           return;
         }
-        chunks.push(chunk);
+        chunks.push(redact ? redact.push(chunk) : chunk);
       });
-      stream.on('error', reject);
       res.on('error', reject);
       stream.on('end', () => {
+        if (redact) chunks.push(redact.end());
+        const shown = (text: string) => (redact ? redactor!.text(text) : text);
         const out: Array<[string, string]> = [];
         for (let i = 0; i < res.rawHeaders.length; i += 2) {
           const name = res.rawHeaders[i]!.toLowerCase();
-          if (decoder && (name === 'content-encoding' || name === 'content-length')) continue;
-          out.push([name, res.rawHeaders[i + 1]!]);
+          if (decoders.length > 0 && name === 'content-encoding') continue;
+          if ((decoders.length > 0 || redact?.replaced) && name === 'content-length') continue;
+          out.push([name, shown(res.rawHeaders[i + 1]!)]);
         }
-        resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: out, body: new Uint8Array(Buffer.concat(chunks)) });
+        resolve({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: out, body: new Uint8Array(Buffer.concat(chunks)), bytesIn: size, redactor });
       });
-    });
+    };
     if (body !== undefined) req.end(body);
     else req.end();
   });
