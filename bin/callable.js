@@ -29,6 +29,15 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
+// The event loop must not empty while the command is unanswered (Node would end it with exit 13 and
+// no line): every run settles by design, and if one ever did not, this says so and exits 1.
+let answered = false;
+process.on('beforeExit', () => {
+  if (answered) return;
+  process.stderr.write('callable: the command ended without an answer (an internal error; please report it); a run in flight may not be recorded\n');
+  process.exit(1);
+});
+
 const { runCli } = await import('../src-main/cli/index.ts');
 const code = await runCli(process.argv.slice(2), {
   stdin: process.stdin,
@@ -38,6 +47,7 @@ const code = await runCli(process.argv.slice(2), {
   cwd: process.cwd(),
   interrupt: interruption.signal,
 });
+answered = true;
 process.exitCode = code;
 // Servers return when they are done; anything left (timers, sockets) must not hold the exit.
 process.stdout.write('', () => process.exit(code));

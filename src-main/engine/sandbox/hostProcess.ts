@@ -296,6 +296,9 @@ export class HostProcess {
     if (ending.kind === 'violation') this.#options.diagnostic(`sandbox host ${this.pid} sent ${ending.reason}; it was stopped`);
     if (ending.kind === 'wedged') this.#options.diagnostic(`sandbox host ${this.pid} did not end a run past its deadline; it was stopped`);
     if (ending.kind === 'silent') this.#options.diagnostic(`sandbox host ${this.pid} stopped answering; it was stopped`);
+    // Its runs settle when it has exited: until then the engine's process must not end for want of
+    // anything else to wait for (a `callable run` whose wedged host was just killed).
+    this.#child.ref();
     this.#child.kill('SIGKILL');
   }
 

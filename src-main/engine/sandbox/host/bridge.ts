@@ -10,6 +10,7 @@ import type ivm from 'isolated-vm';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
 import type { LogEntry, LogLevel } from '../../model/index.ts';
 import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../protocol.ts';
+import { encodeMultipart, readParts } from './multipart.ts';
 
 /** What the host answers an operation of the prelude: a value, or an error the guest sees. */
 export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
@@ -24,10 +25,17 @@ export function refusal(message: string, code = 'bad_input'): HostAnswer {
   return { ok: false, error: { code, message } };
 }
 
+/**
+ * An asynchronous operation that never settles: what a guest still running after its run ended
+ * gets, so it stops at its next await. A refusal would let `for (;;) try { await op } catch {}`
+ * spin in microtasks, where isolated-vm's timeout ends up caught by the guest's own catch.
+ */
+const NEVER_SETTLED: HostAnswer = Object.freeze({ ok: true, value: 0 });
+
 /** What a context answers while no run owns it. */
 export const REFUSE_ALL: Readonly<HostBinding> = Object.freeze({
   sync: () => refusal('no run owns this context'),
-  start: () => refusal('no run owns this context'),
+  start: () => NEVER_SETTLED,
 });
 
 // ------------------------------------------------------------ pure ops ----
@@ -179,7 +187,7 @@ export class RunBridge implements HostBinding {
 
   readonly start = (op: unknown, payload: unknown): HostAnswer => {
     try {
-      if (this.#run.over()) return refusal('the run has ended');
+      if (this.#run.over()) return NEVER_SETTLED;
       const id = this.#nextOp++;
       if (op === 'sleep') return this.#sleep(id, payload);
       if (op === 'fetch') return this.#fetch(id, payload);
@@ -226,14 +234,15 @@ export class RunBridge implements HostBinding {
   }
 
   #fetch(id: number, payload: unknown): HostAnswer {
-    const request = readRequest(payload);
-    if (typeof request === 'string') return refusal(`ctx.fetch: ${request}`, 'bad_input');
+    // Every call counts, refused ones too (here or by the engine's policy): a loop of refused requests ends at the limit.
     this.#fetches++;
     if (this.#fetches > this.#job.limits.fetchCount) {
       const limit = this.#job.limits.fetchCount;
       this.#run.fail('fetch_limit', `the function made more than ${limit} requests (limits.fetchCount); make fewer or raise the limit`, { limit: 'fetchCount' });
       return refusal('fetch limit reached', 'fetch_limit');
     }
+    const request = readRequest(payload);
+    if (typeof request === 'string') return refusal(`ctx.fetch: ${request}`, 'bad_input');
     this.#deliver(
       id,
       this.#job.fetch(request, this.#run.signal).then((response) => ({ ...response })),
@@ -315,11 +324,21 @@ function readRequest(payload: unknown): OutgoingRequest | string {
   if (p.body !== undefined && !(p.body instanceof Uint8Array)) return 'body must be bytes';
   if (p.credential !== undefined && typeof p.credential !== 'string') return 'credential must be a string';
   if (p.redirect !== 'follow' && p.redirect !== 'manual' && p.redirect !== 'error') return 'redirect must be "follow", "manual" or "error"';
+  let headers = p.headers as Array<[string, string]>;
+  let body = p.body as Uint8Array | undefined;
+  if (p.multipart !== undefined) {
+    const parts = readParts(p.multipart);
+    if (typeof parts === 'string') return parts;
+    if (body !== undefined) return 'give either body or multipart, not both';
+    const encoded = encodeMultipart(parts);
+    headers = [...headers, ['content-type', encoded.contentType]];
+    body = encoded.body;
+  }
   return {
     url: p.url,
     method: p.method,
-    headers: p.headers as Array<[string, string]>,
-    body: p.body as Uint8Array | undefined,
+    headers,
+    body,
     credential: p.credential as string | undefined,
     redirect: p.redirect,
   };

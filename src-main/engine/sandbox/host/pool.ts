@@ -62,6 +62,12 @@ export class IsolatePool {
     if (slot.isolate.isDisposed) this.#remove(slot);
   }
 
+  /** Disposes an isolate whose guest code kept running after its run ended; its other runs end too. */
+  discard(slot: WarmIsolate): void {
+    slot.stopped = true;
+    this.#dispose(slot);
+  }
+
   evict(functionName?: string): void {
     for (const [key, list] of this.#slots) {
       if (functionName !== undefined && !key.startsWith(`${functionName}@`)) continue;

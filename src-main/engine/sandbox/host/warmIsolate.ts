@@ -33,6 +33,8 @@ export class WarmIsolate {
   lastUsed = Date.now();
   /** Set when the host disposed the isolate on purpose (eviction), so it is not taken for a memory crash. */
   disposedByHost = false;
+  /** Set when it was disposed because guest code kept running after its run ended. */
+  stopped = false;
   readonly #name: string;
   readonly #prelude: ivm.Script;
   readonly #scripts = new Map<string, Promise<ivm.Script>>();
