@@ -42,19 +42,19 @@ const backup: Command = {
       if (values.every !== undefined) changes.backupEveryDays = wholeNumber(values.every, '--every', KEEP_LIMITS.backupEveryDays);
       if (values.keep !== undefined) changes.backupKeep = wholeNumber(values.keep, '--keep', KEEP_LIMITS.backupKeep);
       const settings = writeKeepSettings(engine.database, changes);
-      ctx.out(describeSchedule(settings, ctx.dataDir));
+      ctx.out(describeSchedule(settings, ctx));
       if (!values.list) return EXIT_OK;
     }
     if (values.list) {
-      if (!schedule) ctx.out(describeSchedule(readKeepSettings(engine.database), ctx.dataDir));
+      if (!schedule) ctx.out(describeSchedule(readKeepSettings(engine.database), ctx));
       const backups = listDataFolderBackups(ctx.dataDir);
-      if (backups.length === 0) ctx.out('No backups yet. Take one: callable backup');
+      if (backups.length === 0) ctx.out(`No backups yet. Take one: ${ctx.callable} backup`);
       for (const b of backups) ctx.out(`${b.takenAt}  ${b.kind.padEnd(13)}  ${size(b.bytes).padStart(9)}  ${b.file}`);
       return EXIT_OK;
     }
     const made = await backupDataFolder(engine.database, ctx.dataDir, file === undefined ? undefined : resolve(ctx.io.cwd, file));
     ctx.out(`backed up ${join(ctx.dataDir, 'callable.db')} to ${made.file} (${size(made.bytes)}, checked)`);
-    ctx.out(`restore it with: callable restore ${made.file}${dataDirFlag(ctx)}`);
+    ctx.out(`restore it with: ${ctx.callable} restore ${made.file}${dataDirFlag(ctx)}`);
     return EXIT_OK;
   },
 };
@@ -109,9 +109,9 @@ const retention: Command = {
 
 export const commands: Record<string, Command> = { backup, restore, retention };
 
-function describeSchedule(settings: KeepSettings, dataDir: string): string {
-  if (settings.backupEveryDays === 0) return `automatic backups are off (callable backup --every 1 turns them on); backups go to ${join(dataDir, 'backups')}`;
-  return `an automatic backup when the newest is ${settings.backupEveryDays} day(s) old, the newest ${settings.backupKeep} kept, in ${join(dataDir, 'backups')}`;
+function describeSchedule(settings: KeepSettings, ctx: CommandContext): string {
+  if (settings.backupEveryDays === 0) return `automatic backups are off (${ctx.callable} backup --every 1 turns them on); backups go to ${join(ctx.dataDir, 'backups')}`;
+  return `an automatic backup when the newest is ${settings.backupEveryDays} day(s) old, the newest ${settings.backupKeep} kept, in ${join(ctx.dataDir, 'backups')}`;
 }
 
 function wholeNumber(text: string, flag: string, { min, max }: { min: number; max: number }): number {

@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { basename, delimiter, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Engine } from '../engine/index.ts';
@@ -11,6 +13,8 @@ export interface CliIo {
   cwd: string;
   /** Aborted, with the signal's name as reason, when the process is told to stop (SIGINT, SIGTERM). */
   interrupt?: AbortSignal | undefined;
+  /** The script path the command was started by (process.argv[1]); it decides how printed commands begin. */
+  script?: string | undefined;
 }
 
 export const EXIT_OK = 0;
@@ -25,6 +29,8 @@ export interface CommandContext {
   /** Opens the engine on the chosen data folder (lazily: `--help` needs none). */
   engine: () => Engine;
   dataDir: string;
+  /** How a printed command begins so that the user can paste it: `npx callable`, `callable` or `node /path/bin/callable.js`. */
+  callable: string;
   /** Aborted when the process is told to stop; commands that wait (serve) end on it. */
   interrupted: AbortSignal;
   out: (text: string) => void;
@@ -47,11 +53,11 @@ export interface Command {
 }
 
 /** `callable X --help`: usage, summary, the flags (with the --data-dir every command takes) and the examples. */
-export function commandHelp(command: Command): string {
+export function commandHelp(command: Command, callable = 'callable'): string {
   const options: Array<[string, string]> = [...(command.options ?? []), ['--data-dir DIR', 'the data folder (env CALLABLE_DATA_DIR; every command takes it)']];
   const width = Math.max(...options.map(([flag]) => flag.length));
   return [
-    `Usage: callable ${command.usage}`,
+    `Usage: ${callable} ${command.usage}`,
     '',
     command.summary,
     '',
@@ -59,18 +65,50 @@ export function commandHelp(command: Command): string {
     ...options.map(([flag, meaning]) => `  ${flag.padEnd(width)}  ${meaning}`),
     '',
     command.examples.length === 1 ? 'Example:' : 'Examples:',
-    ...command.examples.map((e) => `  ${e}`),
+    ...command.examples.map((e) => `  ${withCommand(e, callable)}`),
   ].join('\n');
 }
 
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals: number) {
-  const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw usageOfParseError(error, Object.keys(options));
+  }
   if (parsed.positionals.length !== positionals) {
     throw new UsageError(positionals === 0 ? `unexpected argument "${parsed.positionals[0]}"` : `expected ${positionals} argument(s), got ${parsed.positionals.length}`);
   }
   return parsed;
 }
 
+/**
+ * Node's parser error as one line: an unknown flag names the nearest known one (Node's own text
+ * for it runs on about quoting positionals, with an unbalanced quote). Anything else passes through.
+ */
+function usageOfParseError(error: unknown, known: string[]): unknown {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) return error;
+  const unknownFlag = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']+)'/.exec((error as Error).message)?.[1] : undefined;
+  if (unknownFlag === undefined) return new UsageError((error as Error).message.replace(/\s*\n\s*/g, ' '));
+  const name = unknownFlag.replace(/^-+/, '').split('=')[0]!;
+  const nearest = known
+    .map((k) => ({ k, d: k.startsWith(name) || name.startsWith(k) ? Math.abs(k.length - name.length) : editDistance(name, k) }))
+    .filter(({ d }) => d <= Math.max(1, Math.floor(name.length / 3)))
+    .sort((a, b) => a.d - b.d)[0]?.k;
+  const hint = nearest !== undefined ? `did you mean --${nearest}?` : known.length > 0 ? `the options are ${known.map((k) => `--${k}`).join(', ')}` : 'it takes no options';
+  return new UsageError(`Unknown option '${unknownFlag}'; ${hint}`);
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
 
 /** The conventional exit code of a process ended by a signal: 128 + its number (SIGINT 130, SIGTERM 143). */
 export function signalExitCode(signal: unknown): number {
@@ -83,4 +121,37 @@ export function aborted(signal: AbortSignal): Promise<void> {
     if (signal.aborted) resolve();
     else signal.addEventListener('abort', () => resolve(), { once: true });
   });
+}
+
+/**
+ * How the user started this CLI, as the start of a command they can paste: `npx callable` (npx runs
+ * it from a node_modules/.bin link), `callable` when that name on PATH is this script, else
+ * `node /abs/bin/callable.js`. A CLI run inside another program (tests) says `callable`.
+ */
+export function invokedAs(env: NodeJS.ProcessEnv, script: string | undefined): string {
+  if (script === undefined || !/^callable(\.js)?$/.test(basename(script))) return 'callable';
+  if ((env.npm_lifecycle_event === 'npx' || env.npm_command === 'exec') && /[\\/]node_modules[\\/]\.bin[\\/]callable$/.test(script)) return 'npx callable';
+  const real = realpathOr(script);
+  if (real === undefined) return 'callable';
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir !== '' && realpathOr(join(dir, 'callable')) === real) return 'callable';
+  }
+  return `node ${shellQuote(real)}`;
+}
+
+/** `text` with each `callable COMMAND` it mentions starting the way this CLI was started (see invokedAs). */
+export function withCommand(text: string, callable: string): string {
+  return callable === 'callable' ? text : text.replace(/(?<![\w/.@-])callable (?=[a-z])/g, `${callable} `);
+}
+
+export function shellQuote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+function realpathOr(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
 }

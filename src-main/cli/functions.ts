@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canonicalSpecJson, defaultDataDir, specOf, type FunctionSpec, type RevisionRecord } from '../engine/index.ts';
-import { EXIT_OK, parse, UsageError, type Command, type CommandContext } from './common.ts';
+import { EXIT_OK, parse, shellQuote, UsageError, type Command, type CommandContext } from './common.ts';
 import { newFromRequest, wantsScaffold } from './scaffold.ts';
 
 /** The templates `callable new` copies: the same folders the studio's "New from template" offers. */
@@ -39,11 +39,12 @@ const newCommand: Command = {
     const dataDir = dataDirFlag(ctx);
     ctx.out(`created ${name} from the template ${template} (revision ${record.revision})`);
     if (record.credentials.length > 0) {
-      ctx.out(`first: it uses the credential${record.credentials.length > 1 ? 's' : ''} ${record.credentials.join(', ')}; store ${record.credentials.length > 1 ? 'them' : 'it'} once (callable credentials --help)`);
+      ctx.out(`first: it uses the credential${record.credentials.length > 1 ? 's' : ''} ${record.credentials.join(', ')}; store ${record.credentials.length > 1 ? 'them' : 'it'} once (${ctx.callable} credentials --help)`);
       printUngranted(ctx, [record]);
     }
-    ctx.out(`next: callable run ${name} --args ${shellQuote(JSON.stringify(exampleArgs(specOf(record))))}${dataDir}`);
-    ctx.out(`      callable show ${name}${dataDir}    (its source and settings; edit: callable export DIR --name ${name}, then callable import DIR/${name})`);
+    ctx.out(`next: ${ctx.callable} run ${name} --args ${shellQuote(JSON.stringify(exampleArgs(specOf(record))))}${dataDir}`);
+    const pad = ' '.repeat('next: '.length);
+    ctx.out(`${pad}${ctx.callable} show ${name}${dataDir}    (its source and settings; edit: ${ctx.callable} export DIR --name ${name}, then ${ctx.callable} import DIR/${name})`);
     return EXIT_OK;
   },
 };
@@ -107,7 +108,7 @@ export const commands: Record<string, Command> = { new: newCommand, show, histor
 export function printUngranted(ctx: CommandContext, records: ReadonlyArray<{ name: string; credentials: readonly string[] }>): void {
   const credentials = ctx.engine().credentials;
   for (const r of records) {
-    for (const c of credentials.ungranted(r)) ctx.out(`${r.name} asks for credential ${c}, not granted (nothing is sent until you grant it): callable credentials grant ${c} ${r.name}`);
+    for (const c of credentials.ungranted(r)) ctx.out(`${r.name} asks for credential ${c}, not granted (nothing is sent until you grant it): ${ctx.callable} credentials grant ${c} ${r.name}`);
   }
 }
 
@@ -149,10 +150,6 @@ function exampleArgs(spec: FunctionSpec): Record<string, unknown> {
 /** ` --data-dir DIR` when the data folder is not the one the printed command would use anyway. */
 function dataDirFlag(ctx: CommandContext): string {
   return ctx.dataDir === resolve(ctx.io.cwd, defaultDataDir(ctx.io.env)) ? '' : ` --data-dir ${shellQuote(ctx.dataDir)}`;
-}
-
-function shellQuote(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
 function positiveInteger(text: string, flag: string): number {

@@ -7,13 +7,13 @@ import { commands as backupCommands } from './backup.ts';
 import { commands as testCommands } from './tests.ts';
 import { commands as deployCommands } from './deploy.ts';
 import { commands as lintCommands } from './lint.ts';
-import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse, signalExitCode, UsageError, type CliIo, type Command, type CommandContext } from './common.ts';
+import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, invokedAs, parse, signalExitCode, UsageError, withCommand, type CliIo, type Command, type CommandContext } from './common.ts';
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
 
-const USAGE_HEAD = `callable — run and serve Callable Studio functions without the window
+const usageHead = (callable: string): string => `callable — run and serve Callable Studio functions without the window
 
-Usage: callable <command> [options]      (every command takes --data-dir DIR; env CALLABLE_DATA_DIR)
+Usage: ${callable} <command> [options]      (every command takes --data-dir DIR; env CALLABLE_DATA_DIR)
 `;
 
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
@@ -21,8 +21,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const err = (text: string): void => void io.stderr.write(`${text}\n`);
   const { dataDir, rest } = extractDataDir(argv, io);
   const [name, ...args] = rest;
+  const callable = invokedAs(io.env, io.script ?? process.argv[1]);
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    out(helpText());
+    out(helpText(callable));
     return name === undefined ? EXIT_USAGE : EXIT_OK;
   }
   if (name === '--version' || name === '-v') {
@@ -31,7 +32,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   const command = COMMANDS[name];
   if (!command) {
-    err(`callable: unknown command "${name}"\n\n${helpText()}`);
+    err(`callable: unknown command "${name}"\n\n${helpText(callable)}`);
     return EXIT_USAGE;
   }
   let engine: Engine | undefined;
@@ -39,7 +40,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const openEngine = (): Engine => {
     const existed = existsSync(dataDir);
     if (!existed && !creates) {
-      throw new StudioError('not_found', `no data folder at ${dataDir} (nothing was created); check --data-dir or CALLABLE_DATA_DIR, or create it by importing functions: callable import DIR`);
+      throw new StudioError('not_found', `no data folder at ${dataDir} (nothing was created); check --data-dir or CALLABLE_DATA_DIR, or create it by importing functions: ${callable} import DIR`);
     }
     const opened = createEngine({ dataDir, createDataDir: creates, env: io.env, diagnostic: (m) => err(`callable: ${m}`) });
     if (!existed) err(`callable: created the data folder ${dataDir}`);
@@ -49,6 +50,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io,
     args,
     dataDir,
+    callable,
     interrupted: io.interrupt ?? new AbortController().signal,
     out,
     err,
@@ -56,7 +58,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   };
   try {
     if (args.includes('--help') || args.includes('-h')) {
-      out(commandHelp(command));
+      out(commandHelp(command, callable));
       return EXIT_OK;
     }
     const running = command.run(ctx);
@@ -73,16 +75,16 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return io.interrupt.aborted ? await stopping : code;
   } catch (error) {
     if (error instanceof UsageError) {
-      err(`callable ${name}: ${error.message}\nUsage: callable ${command.usage}`);
+      err(`callable ${name}: ${withCommand(error.message, callable)}\nUsage: ${callable} ${command.usage}`);
       return EXIT_USAGE;
     }
     if (error instanceof StudioError) {
-      err(`callable ${name}: ${error.message}`);
+      err(`callable ${name}: ${withCommand(error.message, callable)}`);
       return ['bad_input', 'not_found', 'compile_error', 'conflict', 'disabled'].includes(error.code) ? EXIT_USAGE : EXIT_FAILED;
     }
     if (isParseArgsError(error)) {
       // Node's own message may run over several lines: one line, then the usage.
-      err(`callable ${name}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')}\nUsage: callable ${command.usage}`);
+      err(`callable ${name}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')}\nUsage: ${callable} ${command.usage}`);
       return EXIT_USAGE;
     }
     // A file written on a full disk (export): the same one line as the database's.
@@ -105,10 +107,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-function helpText(): string {
-  return `${USAGE_HEAD}\n${Object.values(COMMANDS)
+function helpText(callable: string): string {
+  return `${usageHead(callable)}\n${Object.values(COMMANDS)
     .map((c) => `  ${c.usage}\n      ${c.summary}`)
-    .join('\n')}\n\n"callable <command> --help" tells more. Exit codes: 0 ok, 1 the function or operation failed, 2 usage, bad input or an unusable data folder, 130/143 stopped by SIGINT/SIGTERM (runs in flight are recorded as interrupted).`;
+    .join('\n')}\n\n"${callable} <command> --help" tells more. Exit codes: 0 ok, 1 the function or operation failed, 2 usage, bad input or an unusable data folder, 130/143 stopped by SIGINT/SIGTERM (runs in flight are recorded as interrupted).`;
 }
 
 function readVersion(): string {
@@ -150,7 +152,7 @@ const list: Command = {
       return EXIT_OK;
     }
     if (functions.length === 0) {
-      ctx.out(`No functions yet in ${ctx.dataDir}. Import some: callable import resources/examples`);
+      ctx.out(`No functions yet in ${ctx.dataDir}. Import some: ${ctx.callable} import resources/examples`);
       return EXIT_OK;
     }
     const width = Math.max(...functions.map((f) => f.name.length));
@@ -228,12 +230,12 @@ const runCommand: Command = {
     } else {
       for (const t of result.trace) ctx.err(describeTrace(t));
       if (result.ok) ctx.out(JSON.stringify(result.content ?? result.value, null, 2));
-      else ctx.err(`${name} failed (${result.error.code}): ${result.error.message}`);
+      else ctx.err(`${name} failed (${result.error.code}): ${withCommand(result.error.message, ctx.callable)}`);
       ctx.err(`${result.ok ? 'ok' : 'failed'} in ${result.metrics.durationMs} ms`);
     }
     if (values['save-test'] !== undefined) {
       const saved = await ctx.engine().tests.fromRun(result.runId, values['save-test'], { source: 'cli' });
-      ctx.err(`saved test case ${saved.name} of ${name} (${saved.exchanges.length} request${saved.exchanges.length === 1 ? '' : 's'}, expects ${saved.expect.ok ? 'the result' : `error ${saved.expect.code}`}); replay it: callable test ${name} --case ${saved.name}`);
+      ctx.err(`saved test case ${saved.name} of ${name} (${saved.exchanges.length} request${saved.exchanges.length === 1 ? '' : 's'}, expects ${saved.expect.ok ? 'the result' : `error ${saved.expect.code}`}); replay it: ${ctx.callable} test ${name} --case ${saved.name}`);
     }
     try {
       ctx.engine().runs.flush();
@@ -307,7 +309,7 @@ const runs: Command = {
 };
 
 const credentials: Command = {
-  usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
+  usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] [--grant FUNCTION…] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
   createsDataDir: (args) => args[0] === 'set',
   summary:
     'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
@@ -317,13 +319,14 @@ const credentials: Command = {
     ['--header NAME', 'the header that carries it (default Authorization)'],
     ['--template T', 'the header value, {secret} standing for the secret (default "Bearer {secret}")'],
     ['--query NAME', 'send it as this query parameter instead of a header'],
+    ['--grant FUNCTION', 'also grant it to FUNCTION (which must list it); repeat for several. Functions that list it and are not granted are named, with the command'],
     ['list [--json]', 'names, hosts, placement, whether a secret is set and the functions granted it; never the secret'],
     ['rm NAME', 'deletes the credential, its secret and its grants'],
     ['grant NAME FUNCTION', 'lets FUNCTION use the credential (it must list it in its "credentials"); nothing is sent for a function until it is granted'],
     ['revoke NAME FUNCTION', "takes the grant back: the function's next runs are refused the credential"],
   ],
   examples: [
-    `printf %s "$DEEPL_KEY" | callable credentials set deepl --host api-free.deepl.com --header Authorization --template 'DeepL-Auth-Key {secret}'`,
+    `printf %s "$DEEPL_KEY" | callable credentials set deepl --host api-free.deepl.com --header Authorization --template 'DeepL-Auth-Key {secret}' --grant deepl_translate`,
     'callable credentials grant deepl deepl_translate',
     'callable credentials list',
   ],
@@ -333,7 +336,7 @@ const credentials: Command = {
       const { values } = parse(rest, { json: { type: 'boolean' } }, 0);
       const all = await ctx.engine().credentials.list();
       if (values.json) ctx.out(JSON.stringify(all, null, 2));
-      else if (all.length === 0) ctx.out('No credentials yet. Add one: echo -n "$KEY" | callable credentials set NAME --host api.example.com');
+      else if (all.length === 0) ctx.out(`No credentials yet. Add one: printf %s "$KEY" | ${ctx.callable} credentials set NAME --host api.example.com`);
       else
         for (const c of all) {
           const where = c.placement.kind === 'header' ? `header ${c.placement.header}: ${c.placement.template}` : `query ?${c.placement.param}=`;
@@ -343,7 +346,7 @@ const credentials: Command = {
         }
       // The metadata is listed whatever the keychain does; why the secrets could not be checked is said once.
       const problem = all.find((c) => c.secretProblem)?.secretProblem;
-      if (problem) ctx.err(`callable credentials: secrets not checked: ${problem.message}`);
+      if (problem) ctx.err(`callable credentials: secrets not checked: ${withCommand(problem.message, ctx.callable)}`);
       return EXIT_OK;
     }
     if (sub === 'rm') {
@@ -363,13 +366,13 @@ const credentials: Command = {
       }
       const { granted, credentialExists } = service.grant(credential, fn);
       ctx.out(`${granted ? 'granted' : 'already granted'} credential ${credential} to ${fn}`);
-      if (!credentialExists) ctx.out(`credential ${credential} does not exist yet; create it: callable credentials set ${credential} --host HOST`);
+      if (!credentialExists) ctx.out(`credential ${credential} does not exist yet; create it: ${ctx.callable} credentials set ${credential} --host HOST`);
       return EXIT_OK;
     }
     if (sub === 'set') {
       const { positionals, values } = parse(
         rest,
-        { host: { type: 'string', multiple: true }, header: { type: 'string' }, template: { type: 'string' }, query: { type: 'string' }, secret: { type: 'string' } },
+        { host: { type: 'string', multiple: true }, header: { type: 'string' }, template: { type: 'string' }, query: { type: 'string' }, grant: { type: 'string', multiple: true }, secret: { type: 'string' } },
         1,
       );
       if (values.secret !== undefined) throw new UsageError('secrets are never taken from the command line (they end up in shell history); pipe the secret to standard input');
@@ -381,6 +384,12 @@ const credentials: Command = {
           : { kind: 'header' as const, header: values.header ?? 'Authorization', template: values.template ?? 'Bearer {secret}' };
       const name = positionals[0]!;
       const service = ctx.engine().credentials;
+      const grants = [...new Set(values.grant ?? [])];
+      // A grant that cannot be made is refused before anything is stored.
+      for (const fn of grants) {
+        const listed = ctx.engine().functions.get(fn).credentials;
+        if (!listed.includes(name)) throw new UsageError(`--grant ${fn}: function "${fn}" does not list credential "${name}" in its "credentials" (${listed.length === 0 ? 'it lists none' : `it lists ${listed.join(', ')}`}); nothing was saved`);
+      }
       if (service.storeKind === 'env') {
         // Env mode keeps no secrets: piped input is read only to refuse it, never to store it.
         const piped = ctx.io.stdin.isTTY ? '' : await readSecret(ctx.io.stdin);
@@ -388,17 +397,34 @@ const credentials: Command = {
         const variable = EnvSecretStore.variableFor(name);
         const now = ctx.io.env[variable] ? 'it is set in this environment' : 'it is not set in this environment yet';
         ctx.out(`saved credential ${name} (metadata only: with CALLABLE_SECRETS=env the secret comes from ${variable}; ${now})`);
+        grantAfterSet(ctx, name, grants);
         return EXIT_OK;
       }
       if (ctx.io.stdin.isTTY) ctx.err(`Secret for "${name}" (input hidden), then Enter:`);
       const secret = await readSecret(ctx.io.stdin);
       await service.set({ name, hosts: values.host, placement }, secret);
       ctx.out(`saved credential ${name} (secret in the OS keychain)`);
+      grantAfterSet(ctx, name, grants);
       return EXIT_OK;
     }
     throw new UsageError(sub === undefined ? 'missing subcommand' : `unknown subcommand "${sub}"`);
   },
 };
+
+/** Grants what `credentials set --grant` named, then names each function that lists the credential and still has no grant. */
+function grantAfterSet(ctx: CommandContext, name: string, grants: string[]): void {
+  const engine = ctx.engine();
+  for (const fn of grants) {
+    const { granted } = engine.credentials.grant(name, fn);
+    ctx.out(`${granted ? 'granted' : 'already granted'} credential ${name} to ${fn}`);
+  }
+  for (const f of engine.functions.list()) {
+    if (!engine.credentials.ungranted(f).includes(name)) continue;
+    ctx.out(
+      `${f.name} lists credential ${name} and has not been granted it (nothing is sent until you grant it): ${ctx.callable} credentials grant ${name} ${f.name}  (or add --grant ${f.name} to credentials set)`,
+    );
+  }
+}
 
 /** Every command, in the order `callable --help` lists them. */
 export const COMMANDS: Record<string, Command> = {

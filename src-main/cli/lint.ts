@@ -1,5 +1,4 @@
-import { parseArgs } from 'node:util';
-import { EXIT_OK, type Command } from './common.ts';
+import { EXIT_OK, parse, withCommand, type Command } from './common.ts';
 
 const lint: Command = {
   usage: 'lint [NAME…] [--json]',
@@ -11,7 +10,7 @@ const lint: Command = {
   ],
   examples: ['callable lint', 'callable lint word_stats --json'],
   async run(ctx) {
-    const { positionals, values } = parseArgs({ args: ctx.args, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { positionals, values } = parse(ctx.args, { json: { type: 'boolean' } }, ctx.args.filter((a) => !a.startsWith('-')).length);
     const engine = ctx.engine();
     const advice = engine.advise(positionals);
     if (values.json) {
@@ -24,7 +23,7 @@ const lint: Command = {
       return EXIT_OK;
     }
     for (const a of advice) {
-      ctx.out(`${a.function ?? 'all functions'}: ${a.message}`);
+      ctx.out(`${a.function ?? 'all functions'}: ${withCommand(a.message, ctx.callable)}`);
       ctx.out(`    evidence: ${a.evidence}`);
       if (a.suggestion !== undefined) ctx.out(JSON.stringify(a.suggestion, null, 2).replace(/^/gm, '    '));
     }

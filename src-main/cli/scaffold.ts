@@ -12,7 +12,7 @@ import {
   type ScaffoldResult,
   type ScaffoldSource,
 } from '../engine/index.ts';
-import { EXIT_OK, UsageError, type CommandContext } from './common.ts';
+import { EXIT_OK, UsageError, withCommand, type CommandContext } from './common.ts';
 
 /** The flags of `callable new` that start a function from a request instead of a template. */
 export const FROM_FLAGS = ['--from-curl', '--from-har', '--from-openapi'] as const;
@@ -58,7 +58,7 @@ export async function newFromRequest(ctx: CommandContext, printUngranted: (ctx: 
     const idWidth = Math.min(40, Math.max(...ops.map((o) => o.id.length)));
     const lineWidth = Math.min(50, Math.max(...ops.map((o) => o.method.length + 1 + o.path.length)));
     for (const o of ops) ctx.out(`${o.id.padEnd(idWidth)}  ${`${o.method} ${o.path}`.padEnd(lineWidth)}  ${o.summary}`.trimEnd());
-    ctx.out(`\n${ops.length} operation${ops.length === 1 ? '' : 's'}; create one: callable new NAME --from-openapi ${shellQuote(values['from-openapi']!)} --operation ID`);
+    ctx.out(`\n${ops.length} operation${ops.length === 1 ? '' : 's'}; create one: ${ctx.callable} new NAME --from-openapi ${shellQuote(values['from-openapi']!)} --operation ID`);
     return EXIT_OK;
   }
   if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'give the new function a NAME' : `expected 1 argument (NAME), got ${positionals.length}`);
@@ -112,13 +112,13 @@ export async function newFromRequest(ctx: CommandContext, printUngranted: (ctx: 
           ? `it needs a secret (${credential.from}): store it once as the credential ${credential.name}; the command reads it from standard input:`
           : `the secret (${credential.from}) was not saved anywhere. Store it once as the credential ${credential.name}; the command reads it from standard input:`,
       );
-      ctx.out(`  ${credentialCommand(credential, dataDir)}`);
+      ctx.out(`  ${withCommand(credentialCommand(credential, dataDir), ctx.callable)}`);
       if (credential.basic) ctx.out('  (USER:PASSWORD is what curl -u takes, e.g. "sk_test_…:" with an empty password)');
     }
     printUngranted(ctx, [record]);
   }
-  if (testCase) ctx.out(`saved the entry's response as the test case "${testCase}": callable test ${name}${dataDir}`);
-  ctx.out(`next: callable run ${name} --args ${shellQuote(JSON.stringify(runArgs(record, scaffold)))}${dataDir}`);
+  if (testCase) ctx.out(`saved the entry's response as the test case "${testCase}": ${ctx.callable} test ${name}${dataDir}`);
+  ctx.out(`next: ${ctx.callable} run ${name} --args ${shellQuote(JSON.stringify(runArgs(record, scaffold)))}${dataDir}`);
   return EXIT_OK;
 }
 

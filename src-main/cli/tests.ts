@@ -1,5 +1,5 @@
 import type { TestCaseResult, TestDifference } from '../engine/index.ts';
-import { EXIT_FAILED, EXIT_OK, parse, type Command } from './common.ts';
+import { EXIT_FAILED, EXIT_OK, parse, withCommand, type Command } from './common.ts';
 
 const LABEL: Record<TestCaseResult['status'], string> = { pass: 'PASS', fail: 'FAIL', error: 'FAIL', updated: 'UPDATED' };
 
@@ -24,16 +24,16 @@ const test: Command = {
     }
     if (summary.results.length === 0) {
       const which = positionals.length > 0 ? `${positionals.join(', ')} ${positionals.length === 1 ? 'has' : 'have'} no saved test cases` : 'no function has saved test cases';
-      ctx.err(`callable test: ${which}; save one from a run: callable run NAME --args '{…}' --save-test CASE`);
+      ctx.err(`callable test: ${which}; save one from a run: ${ctx.callable} run NAME --args '{…}' --save-test CASE`);
       return EXIT_FAILED;
     }
     for (const r of summary.results) {
-      ctx.out(`${LABEL[r.status].padEnd(7)} ${r.function} › ${r.case}  (${r.durationMs} ms)${r.message && r.status !== 'pass' ? `  ${r.message}` : ''}`);
+      ctx.out(`${LABEL[r.status].padEnd(7)} ${r.function} › ${r.case}  (${r.durationMs} ms)${r.message && r.status !== 'pass' ? `  ${withCommand(r.message, ctx.callable)}` : ''}`);
     }
     const parts = [`${summary.passed} passed`, `${summary.failed} failed`, ...(summary.updated > 0 ? [`${summary.updated} updated`] : [])];
     ctx.out(`\n${parts.join(', ')} (${summary.results.length} case${summary.results.length === 1 ? '' : 's'})`);
     for (const r of summary.results.filter((x) => x.status === 'fail' || x.status === 'error')) {
-      ctx.out(`\n--- ${r.function} › ${r.case}: ${r.message ?? 'failed'}`);
+      ctx.out(`\n--- ${r.function} › ${r.case}: ${withCommand(r.message ?? 'failed', ctx.callable)}`);
       for (const d of r.differences ?? []) ctx.out(formatDifference(d));
     }
     return summary.failed === 0 ? EXIT_OK : EXIT_FAILED;

@@ -112,6 +112,31 @@ describe('credential grants', () => {
     }
   });
 
+  it('"credentials set" names the functions that list the credential and are not granted it; --grant grants them, and a --grant that cannot be done saves nothing', async () => {
+    const data = s.dir('callable-grants-');
+    expect((await cli(['import', bundle('first_user', 'vault'), '--data-dir', data])).code).toBe(0);
+    expect((await cli(['import', bundle('second_user', 'vault'), '--data-dir', data])).code).toBe(0);
+    expect((await cli(['import', bundle('bystander', 'other'), '--data-dir', data])).code).toBe(0);
+    const setArgs = ['credentials', 'set', 'vault', '--host', `127.0.0.1:${vendor.port}`, '--header', 'X-Api-Key', '--template', '{secret}', '--data-dir', data];
+
+    const refused = await cli([...setArgs, '--grant', 'bystander'], { stdin: SECRET });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.split('\n')[0]).toBe('callable credentials: --grant bystander: function "bystander" does not list credential "vault" in its "credentials" (it lists other); nothing was saved');
+    expect((await cli(['credentials', 'list', '--data-dir', data])).stdout).toMatch(/^No credentials yet/);
+
+    const set = await cli([...setArgs, '--grant', 'first_user'], { stdin: SECRET });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toBe(
+      'saved credential vault (secret in the OS keychain)\n' +
+        'granted credential vault to first_user\n' +
+        'second_user lists credential vault and has not been granted it (nothing is sent until you grant it): callable credentials grant vault second_user  (or add --grant second_user to credentials set)\n',
+    );
+    const run = await cli(['run', 'first_user', '--data-dir', data]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(vendor.seen.at(-1)!.headers['x-api-key']).toBe(SECRET);
+    expect((await cli(['run', 'second_user', '--data-dir', data])).stderr).toContain('has not been granted credential "vault"');
+  });
+
   it('a grant may come before the credential exists, and says how to create it', async () => {
     const data = s.dir('callable-grants-');
     expect((await cli(['import', bundle('early', 'later_key'), '--data-dir', data])).code).toBe(0);

@@ -3,8 +3,8 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFil
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { CALLABLE_BIN, REPO } from '../support/callable.ts';
-import { cli, type CliRun } from '../support/cli.ts';
+import { REPO } from '../support/callable.ts';
+import { cli, withCallableOnPath, type CliRun } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { vendorServer } from '../support/vendor.ts';
 
@@ -26,10 +26,9 @@ function everything(dir: string): string {
   return all;
 }
 
-/** Runs a printed shell line as a user would paste it, `callable` being this checkout's command. */
+/** Runs a printed shell line as a user would paste it, `callable` on PATH being this checkout's command. */
 async function shell(line: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
-  const prelude = `callable() { ${JSON.stringify(process.execPath)} --no-node-snapshot ${JSON.stringify(CALLABLE_BIN)} "$@"; }\n`;
-  return promisify(execFile)('bash', ['-c', prelude + line], { env: options.env ?? process.env, cwd: options.cwd });
+  return promisify(execFile)('bash', ['-c', line], { env: withCallableOnPath(tempDir('callable-bin-'), options.env), cwd: options.cwd });
 }
 
 function expectOneLineRefusal(run: CliRun, message: RegExp, stdout = ''): void {

@@ -1,5 +1,8 @@
+import { symlinkSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { runCli } from '../../src-main/cli/index.ts';
+import { CALLABLE_BIN } from './callable.ts';
 
 export interface CliRun {
   code: number;
@@ -23,4 +26,13 @@ export async function cli(argv: string[], options: { stdin?: string; env?: NodeJ
     cwd: options.cwd ?? process.cwd(),
   });
   return { code, stdout: out, stderr: err };
+}
+
+/**
+ * `env` with `callable` on PATH as `npm link` puts it (a link to this checkout's bin/callable.js,
+ * in `binDir`) and this Node first on PATH for its shebang.
+ */
+export function withCallableOnPath(binDir: string, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  symlinkSync(CALLABLE_BIN, join(binDir, 'callable'));
+  return { ...env, PATH: [binDir, dirname(process.execPath), env.PATH ?? ''].join(delimiter) };
 }
