@@ -161,4 +161,10 @@ describe('the official MCP conformance suite against callable serve', () => {
       expect(result.code, result.output).toBe(0);
     });
   }
+
+  it('passes dns-rebinding-protection at the 127.0.0.1 address too (Host and Origin http://127.0.0.1:PORT)', async () => {
+    const result = await runConformance(serve.url, 'dns-rebinding-protection');
+    expect(result.code, result.output).toBe(0);
+    expect(result.checks.map((c) => `${c.id} ${c.status}`).sort()).toEqual(['localhost-host-rebinding-rejected SUCCESS', 'localhost-host-valid-accepted SUCCESS']);
+  });
 });

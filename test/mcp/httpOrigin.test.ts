@@ -62,12 +62,27 @@ describe('Origin allow-list on the HTTP server', () => {
     await listed?.close();
   });
 
-  it('by default no browser origin passes: not localhost:3000, not the server’s own origin; requests without Origin do', async () => {
-    for (const origin of ['http://localhost:3000', `http://127.0.0.1:${open.port}`, `http://localhost:${open.port}`, 'http://[::1]:6274', 'https://evil.example']) {
+  it('by default only the server’s own loopback origins pass (all three names, this port); other ports, hosts and schemes are refused', async () => {
+    for (const origin of [`http://127.0.0.1:${open.port}`, `http://localhost:${open.port}`, `http://[::1]:${open.port}`]) {
+      expect((await withOrigin(open.port, origin)).status, origin).toBe(200);
+    }
+    for (const origin of [
+      'http://localhost:3000',
+      `http://127.0.0.1:${open.port + 1}`,
+      `http://localhost:${listed.port}`,
+      `https://127.0.0.1:${open.port}`,
+      `http://evil.example:${open.port}`,
+      `http://localhost:${open.port}.evil.example`,
+      `http://127.0.0.2:${open.port}`,
+      'http://[::1]:6274',
+      'https://evil.example',
+    ]) {
       const reply = await withOrigin(open.port, origin);
       expect(reply.status, origin).toBe(403);
-      expect(JSON.parse(reply.body)).toMatchObject({ error: { message: expect.stringMatching(/not on this server's allow-list/) } });
+      expect(JSON.parse(reply.body)).toMatchObject({ error: { message: expect.stringMatching(/not on this server's allow-list|not a plain scheme/) } });
     }
+    // The same-host form is exact too: a trailing slash or a path is not an origin a browser sends.
+    expect((await withOrigin(open.port, `http://127.0.0.1:${open.port}/`)).status).toBe(403);
     expect((await withOrigin(open.port, undefined)).status).toBe(200);
   });
 

@@ -1,7 +1,6 @@
 // The official MCP conformance client (`conformance server`) against a real `callable serve`.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
@@ -9,19 +8,12 @@ import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts'
 import { REPO, startServe, type ServeProcess } from './callable.ts';
 
 /**
- * `callable serve` as the conformance client needs it: no Authorization header, and its
- * dns-rebinding scenario sends the server's own origin (http://localhost:PORT) and expects it
- * accepted, so that origin is listed explicitly (none is accepted by default). `url` is the
- * localhost form of the server's address, the one the client must use.
+ * `callable serve` as the conformance client needs it: no Authorization header (its
+ * dns-rebinding scenario sends the server's own origin, accepted without --allow-origin). `url` is
+ * the localhost form of the server's address.
  */
 export async function serveForConformance(dataDir: string): Promise<{ serve: ServeProcess; url: string }> {
-  const port = await new Promise<number>((resolve) => {
-    const probe = createNetServer().listen(0, '127.0.0.1', () => {
-      const free = (probe.address() as AddressInfo).port;
-      probe.close(() => resolve(free));
-    });
-  });
-  const serve = await startServe(dataDir, ['--no-auth', '--port', String(port), '--allow-origin', `http://localhost:${port}`]);
+  const serve = await startServe(dataDir, ['--no-auth', '--port', '0']);
   return { serve, url: serve.url.replace('127.0.0.1', 'localhost') };
 }
 

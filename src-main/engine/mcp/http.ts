@@ -7,7 +7,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { BoundedEventStore } from './eventStore.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, refuseBody } from './httpGuards.ts';
 import { CallGate, capConnections, DEFAULT_HTTP_LIMITS, RETRY_AFTER_SECONDS, type GateSlot, type HttpLimits } from './httpLimits.ts';
-import { originAllowed } from './httpOrigin.ts';
+import { originAllowed, sameHostOrigins } from './httpOrigin.ts';
 import { cancelledIdOf, requestsOf, TrackedTransport, type RequestId } from './httpSession.ts';
 import type { McpEnginePort as Engine } from './port.ts';
 import { ToolServer } from './server.ts';
@@ -351,6 +351,8 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     });
   });
   const port = (httpServer.address() as AddressInfo).port;
+  // A page served from this very address and port is same-origin, not a rebinding attempt.
+  if (LOOPBACK.has(options.host)) for (const origin of sameHostOrigins(port)) allowedOrigins.add(origin);
   const hostForUrl = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
   return {
     url: `http://${hostForUrl}:${port}/mcp`,

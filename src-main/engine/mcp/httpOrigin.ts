@@ -1,8 +1,9 @@
 /**
  * The Origin allow-list of the HTTP MCP server. An origin is compared as scheme + host + port, in
  * the form browsers send it: lower-case scheme and host, no default port, nothing after the host.
- * Nothing is allowed by default: a browser page's requests (even from http://localhost:3000 or the
- * server's own address) are refused unless their origin was listed. Requests without an Origin
+ * A page of the server's own loopback address and port (http://127.0.0.1:PORT, http://localhost:PORT,
+ * http://[::1]:PORT) is not cross-origin and passes; any other browser page (even
+ * http://localhost:3000) is refused unless its origin was listed. Requests without an Origin
  * (agents, command-line clients) are not browser requests and are not affected.
  */
 
@@ -35,6 +36,11 @@ export function parseAllowedOrigins(values: readonly string[]): { origins: strin
     if (!origins.includes(parsed.origin)) origins.push(parsed.origin);
   }
   return { origins };
+}
+
+/** The origins of a server listening on a loopback address at `port`: its own pages, not cross-origin. */
+export function sameHostOrigins(port: number): string[] {
+  return [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
 }
 
 /**
