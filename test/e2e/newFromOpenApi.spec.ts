@@ -127,7 +127,7 @@ describe('"New function" started from an OpenAPI operation', () => {
     const code = await codeText();
     expect(code).toContain(`//MadebycallablenewfromtheOpenAPIoperationgetThing:GET${base}/v1/things/{thingId}`);
     expect(code).toContain(`consturl=newURL("${base}/v1/things/"+encodeURIComponent(String(args["thingId"])));`);
-    expect(code).toContain(`if(args["fields"]!==undefined)url.searchParams.append("fields",String(args["fields"]));`);
+    expect(code).toContain(`if(args["fields"]!==undefined&&args["fields"]!==null)url.searchParams.append("fields",String(args["fields"]));`);
     expect(code).toContain('"Accept":"application/json"');
     await ui.screenshot('new-from-openapi-01-code');
 

@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { Engine, ScaffoldSource } from '../../src-main/engine/index.ts';
 import { REPO } from '../support/callable.ts';
 import { testEngine } from '../support/engine.ts';
+import { petShelter } from '../support/petShelter.ts';
 import { vendorServer, type SeenRequest } from '../support/vendor.ts';
 
 const CURL_DIR = join(REPO, 'test/fixtures/curl');
@@ -21,6 +22,7 @@ const EXPECTED: Record<string, { method: string; host: string; credential: strin
   'github_graphql.curl': { method: 'POST', host: 'api.github.com', credential: 'github', placement: { kind: 'header', header: 'Authorization', template: 'bearer {secret}' }, args: ['query'] },
   'github_list_issues.curl': { method: 'GET', host: 'api.github.com', credential: 'github', placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' }, annotation: 'readOnlyHint', args: ['state', 'per_page'] },
   'github_star_repo.curl': { method: 'PUT', host: 'api.github.com', credential: 'github', placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' }, annotation: 'idempotentHint', args: [] },
+  'mailgun_send_message.curl': { method: 'POST', host: 'api.mailgun.net', credential: 'mailgun', placement: { kind: 'header', header: 'Authorization', template: 'Basic {secret}' }, args: ['from', 'to', 'subject', 'text'] },
   'google_geocode.curl': { method: 'GET', host: 'maps.googleapis.com', credential: 'googleapis', placement: { kind: 'query', param: 'key' }, annotation: 'readOnlyHint', args: ['address'] },
   'mistral_chat.curl': { method: 'POST', host: 'api.mistral.ai', credential: 'mistral', placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' }, args: ['model', 'messages'] },
   'openai_chat_completions.curl': { method: 'POST', host: 'api.openai.com', credential: 'openai', placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' }, args: ['model', 'messages'] },
@@ -30,6 +32,7 @@ const EXPECTED: Record<string, { method: string; host: string; credential: strin
   'stripe_create_customer.curl': { method: 'POST', host: 'api.stripe.com', credential: 'stripe', placement: { kind: 'header', header: 'Authorization', template: 'Basic {secret}' }, args: ['name', 'email'] },
   'stripe_delete_customer.curl': { method: 'DELETE', host: 'api.stripe.com', credential: 'stripe', placement: { kind: 'header', header: 'Authorization', template: 'Basic {secret}' }, annotation: 'destructiveHint', args: [] },
   'stripe_list_charges.curl': { method: 'GET', host: 'api.stripe.com', credential: 'stripe', placement: { kind: 'header', header: 'Authorization', template: 'Basic {secret}' }, annotation: 'readOnlyHint', args: ['limit'] },
+  'twilio_send_sms.curl': { method: 'POST', host: 'api.twilio.com', credential: 'twilio', placement: { kind: 'header', header: 'Authorization', template: 'Basic {secret}' }, args: ['To', 'From', 'Body'] },
 };
 
 function propertiesOf(record: { inputSchema: object }): Record<string, unknown> {
@@ -56,9 +59,25 @@ function secretOf(file: string): string {
   return header!;
 }
 
-/** A request's body as data: JSON parsed, a form as its pairs. */
+/** A multipart body's parts in order: name, file name, content type and value (the boundary differs from sender to sender). */
+function multipartParts(req: SeenRequest): Array<{ name: string; filename?: string; type?: string; value: string }> {
+  const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(String(req.headers['content-type']))!;
+  const delimiter = `--${boundary[1] ?? boundary[2]}`;
+  const chunks = req.body.split(delimiter);
+  expect(chunks.at(-1)!.startsWith('--'), 'the body ends with the closing delimiter').toBe(true);
+  return chunks.slice(1, -1).map((chunk) => {
+    const [head, ...rest] = chunk.slice(2).split('\r\n\r\n');
+    const value = rest.join('\r\n\r\n').replace(/\r\n$/, '');
+    const disposition = /^content-disposition: form-data; name="([^"]*)"(?:; filename="([^"]*)")?/im.exec(head!)!;
+    const type = /^content-type: (.*)$/im.exec(head!)?.[1];
+    return { name: disposition[1]!, ...(disposition[2] !== undefined ? { filename: disposition[2] } : {}), ...(type ? { type } : {}), value };
+  });
+}
+
+/** A request's body as data: JSON parsed, a form as its pairs, multipart as its parts. */
 function bodyData(req: SeenRequest): unknown {
   if (req.body === '') return undefined;
+  if (String(req.headers['content-type']).startsWith('multipart/form-data')) return multipartParts(req);
   try {
     return JSON.parse(req.body);
   } catch {
@@ -73,6 +92,28 @@ function queryOf(url: string): Array<[string, string]> {
 /** Runs a generated function as a user would: its credential stored and granted, the vendor reachable. */
 async function runGenerated(engine: Engine, name: string, args: unknown) {
   return engine.run(name, args, { caller: 'test' });
+}
+
+/**
+ * Sends a command with the real curl to a stand-in vendor, then makes the function from it, stores
+ * and grants the secret the command carried, and runs it with the command's values: what each sent.
+ */
+async function sentByBoth(command: string, secret: string) {
+  expect(existsSync('/usr/bin/curl'), 'the real curl, to compare with').toBe(true);
+  const vendor = await vendorServer((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end('{"ok":true}');
+  });
+  const local = towardsVendor(command, vendor.port);
+  await promisify(execFile)('bash', ['-c', `${local.trim().replace(/^curl /, '/usr/bin/curl ')} -o /dev/null -s`]);
+  const byCurl = vendor.seen.shift()!;
+  const engine = testEngine();
+  const { record, scaffold } = await engine.createFromRequest('same_request', { kind: 'curl', command: local });
+  await engine.credentials.set({ name: scaffold.credential!.name, hosts: scaffold.credential!.hosts, placement: scaffold.credential!.placement }, secret);
+  engine.credentials.grant(scaffold.credential!.name, record.name);
+  const result = await runGenerated(engine, 'same_request', scaffold.exampleArgs);
+  expect(result, JSON.stringify(result)).toMatchObject({ ok: true, value: { ok: true } });
+  return { byCurl, byFunction: vendor.seen.shift()!, scaffold, record };
 }
 
 describe('new functions from curl commands of vendor docs', () => {
@@ -117,22 +158,7 @@ describe('new functions from curl commands of vendor docs', () => {
   const COMPARED = ['stripe_create_customer.curl', 'stripe_list_charges.curl', 'github_list_issues.curl', 'deepl_translate.curl', 'openai_chat_completions.curl', 'anthropic_messages.curl', 'slack_conversations_history.curl', 'slack_post_message.curl', 'google_geocode.curl', 'github_star_repo.curl', 'replicate_predictions.curl', 'stripe_delete_customer.curl', 'mistral_chat.curl'];
   for (const file of COMPARED) {
     it(`${file}: the function sends what curl sends (method, path, query, body, headers, the credential)`, async () => {
-      const vendor = await vendorServer((_req, res) => {
-        res.setHeader('content-type', 'application/json');
-        res.end('{"ok":true}');
-      });
-      const command = towardsVendor(curlFixture(file), vendor.port);
-      await promisify(execFile)('bash', ['-c', `${command.trim()} -o /dev/null -s`]);
-      const byCurl = vendor.seen.shift()!;
-
-      const engine = testEngine();
-      const { record, scaffold } = await engine.createFromRequest('same_request', { kind: 'curl', command });
-      await engine.credentials.set({ name: scaffold.credential!.name, hosts: scaffold.credential!.hosts, placement: scaffold.credential!.placement }, secretOf(file));
-      engine.credentials.grant(scaffold.credential!.name, record.name);
-      const result = await runGenerated(engine, 'same_request', scaffold.exampleArgs);
-      expect(result, JSON.stringify(result)).toMatchObject({ ok: true, value: { ok: true } });
-      const byFunction = vendor.seen.shift()!;
-
+      const { byCurl, byFunction } = await sentByBoth(curlFixture(file), secretOf(file));
       expect(byFunction.method).toBe(byCurl.method);
       expect(new URL(byFunction.url, 'http://x').pathname).toBe(new URL(byCurl.url, 'http://x').pathname);
       expect(queryOf(byFunction.url)).toEqual(queryOf(byCurl.url));
@@ -144,6 +170,31 @@ describe('new functions from curl commands of vendor docs', () => {
       }
     });
   }
+
+  it('twilio_send_sms.curl: the form goes as curl sends it, byte for byte, but for the "+" -d leaves unencoded, sent as the plus it means', async () => {
+    const { byCurl, byFunction, scaffold, record } = await sentByBoth(curlFixture('twilio_send_sms.curl'), secretOf('twilio_send_sms.curl'));
+    expect(byCurl.body).toBe('To=+15558675310&From=%2B15557122661&Body=Hi+there');
+    expect(byFunction.body).toBe('To=%2B15558675310&From=%2B15557122661&Body=Hi+there');
+    expect(scaffold.notes).toEqual(['To: curl -d sends "+15558675310" unencoded, which a form reads as " 15558675310"; the function sends the plus (%2B)']);
+    expect(byFunction.headers['content-type']).toMatch(/^application\/x-www-form-urlencoded/);
+    expect(byCurl.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(byFunction.headers.authorization).toBe(byCurl.headers.authorization);
+    expect(propertiesOf(record).To).toEqual({ type: 'string', default: '+15558675310', examples: ['+15558675310'] });
+    expect(record.source).not.toMatch(/^\s+json[,:]/m);
+  });
+
+  it('mailgun_send_message.curl: -F fields are a multipart body, a repeated field an array argument sent as repeated parts', async () => {
+    const engine = testEngine();
+    const { record } = await engine.createFromRequest('send_mail', { kind: 'curl', command: curlFixture('mailgun_send_message.curl') });
+    expect(propertiesOf(record).to).toEqual({ type: 'array', items: { type: 'string' }, default: ['YOU@sandbox123.mailgun.org', 'bar@example.com'], examples: [['YOU@sandbox123.mailgun.org', 'bar@example.com']] });
+    expect(record.source).toContain('multipart["to"] = (args["to"] ?? ["YOU@sandbox123.mailgun.org","bar@example.com"]);');
+    expect(record.source).toMatch(/^\s+multipart,$/m);
+    expect(record.source).not.toMatch(/^\s+json[,:]|content-type/im);
+    // A part's own type and file name go with it, for each item of a repeated field.
+    const typed = await engine.createFromRequest('typed_parts', { kind: 'curl', command: `curl -F 'meta={"kind":"note"};type=application/json' -F 'tag=a;type=text/plain' -F 'tag=b;type=text/plain' https://api.example.com/upload` });
+    expect(typed.record.source).toContain('multipart["meta"] = { data: String((args["meta"] ?? "{\\"kind\\":\\"note\\"}")), contentType: "application/json" };');
+    expect(typed.record.source).toContain('multipart["tag"] = (args["tag"] ?? ["a","b"]).map((item) => ({ data: String(item), contentType: "text/plain" }));');
+  });
 
   it('github_create_issue.curl: curl -d sends the JSON as a form; the function sends it as JSON and says so', async () => {
     const engine = testEngine();
@@ -177,7 +228,9 @@ describe('new functions from curl commands of vendor docs', () => {
       ['curl "https://api.example.com/v1/things', /^the curl command could not be read: it is not valid shell syntax \(line 1\); check its quotes/],
       ['curl -X POST -H "Accept: application/json"', /^the curl command could not be read: no URL specified!$/],
       ['wget https://api.example.com/', /^the command must start with "curl" \(it starts with "wget"\)$/],
-      ['curl -F file=@photo.png https://api.example.com/upload', /uploads files \(-F, multipart\/form-data\)/],
+      ['curl -F file=@photo.png -F note=hi https://api.example.com/upload', /^the curl command uploads the file photo\.png \(-F file=@photo\.png\), which a function cannot read; leave that field out of the command, then add an argument holding the file's content as base64 and send it from the source as multipart: \{ "file": \{ data: bytes, filename: "photo\.png" \} \}$/],
+      ["curl -F 'note=<notes.txt' https://api.example.com/upload", /^the curl command reads the field note from the file notes\.txt \(-F note=<notes\.txt\); put the text in the command instead \(-F note=TEXT\)$/],
+      ["curl --data-urlencode 'text@message.txt' https://api.example.com/send", /reads its body from a file \(@message\.txt\)/],
       ['curl --digest -u me:pw https://api.example.com/', /uses digest authentication/],
       ['curl -d @body.json https://api.example.com/', /reads its body from a file \(@body.json\)/],
       ['curl ftp://files.example.com/a.txt', /ftp: URLs cannot be called/],
@@ -205,10 +258,53 @@ describe('new functions from curl commands of vendor docs', () => {
   });
 });
 
+describe('a key sent in the query', () => {
+  // Documented requests of vendors that take the key in the query, under the names they use.
+  const KEYED: Array<[string, string, string, string, string[]]> = [
+    ['OpenWeatherMap', 'curl "https://api.openweathermap.org/data/2.5/weather?q=London&appid=3f7a9c1e5b2d4f6a8c0e1b3d5f7a9c2e"', 'appid', 'it is a name vendors give API keys', ['q']],
+    ['Alpha Vantage', 'curl "https://www.alphavantage.co/query?function=TIME_SERIES_DAILY&symbol=IBM&apikey=FAKE7Q2K9X4M1P8Z"', 'apikey', 'it is a name vendors give API keys', ['function', 'symbol']],
+    ['ipinfo', 'curl "https://ipinfo.io/8.8.8.8?token=fake1a2b3c4d5e"', 'token', 'it is a name vendors give API keys', []],
+    ['weatherstack', 'curl "https://api.weatherstack.com/current?access_key=FAKE0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c&query=New%20York"', 'access_key', 'it is a name vendors give API keys', ['query']],
+    ['Mapbox', 'curl "https://api.mapbox.com/geocoding/v5/mapbox.places/Paris.json?access_token=pk.FAKEeyJ1IjoibWFwYm94In0.abc123"', 'access_token', 'it is a name vendors give API keys', []],
+    ['Europeana', 'curl "https://api.europeana.eu/record/v2/search.json?query=Vermeer&rows=5&wskey=Jq8vX2mN4pL7rT9wY3zB6cF1hK5sD0gA"', 'wskey', 'its value looks like a key (32 random characters)', ['query', 'rows']],
+    ['Edamam', 'curl "https://api.edamam.com/api/recipes/v2?type=public&q=chicken&app_id=fa1b2c3d&app_key=FAKEabcdef0123456789abcdef012345"', 'app_key', 'it is a name vendors give API keys', ['type', 'q', 'app_id']],
+  ];
+  for (const [vendor, command, param, why, args] of KEYED) {
+    it(`${vendor}: ${param} becomes the credential, the note says why, and the key is kept nowhere`, async () => {
+      const engine = testEngine();
+      const key = new URL(/"([^"]+)"/.exec(command)![1]!).searchParams.get(param)!;
+      const { record, scaffold } = await engine.createFromRequest('keyed', { kind: 'curl', command });
+      expect(scaffold.credential?.placement).toEqual({ kind: 'query', param });
+      expect(scaffold.notes).toContain(`the query parameter ${param} became the credential: ${why}`);
+      expect(Object.keys(propertiesOf(record))).toEqual(args);
+      expect(JSON.stringify({ record, exampleArgs: scaffold.exampleArgs, notes: scaffold.notes })).not.toContain(key);
+    });
+  }
+
+  it('a paging cursor, a commit hash, a search and an id stay arguments, whatever they look like', async () => {
+    const engine = testEngine();
+    const { record, scaffold } = await engine.createFromRequest('plain', {
+      kind: 'curl',
+      command: 'curl "https://api.example.com/v1/items?cursor=dXNlcjpVMEc5V0ZYTlo%3D&sha=6dcb09b5b57875f334f61aebed695e2e4193db5e&q=TheQuickBrownFox2024&request_id=a1B2c3D4e5F6g7H8i9J0kLmN"',
+    });
+    expect(scaffold.credential).toBeUndefined();
+    expect(Object.keys(propertiesOf(record))).toEqual(['cursor', 'sha', 'q', 'request_id']);
+  });
+
+  it('a second secret-looking parameter is left out (not kept as a default), with a note', async () => {
+    const engine = testEngine();
+    const { record, scaffold } = await engine.createFromRequest('two_keys', { kind: 'curl', command: 'curl -H "Authorization: Bearer FAKEtoken123" "https://api.example.com/v1/x?sig=FAKEsig0123456789&limit=5"' });
+    expect(scaffold.credential?.placement).toMatchObject({ kind: 'header', header: 'Authorization' });
+    expect(scaffold.notes).toContain('the query parameter sig was left out: it is a name vendors give API keys, and the Authorization header carries the credential; if the API needs it, add it in the source');
+    expect(record.source).not.toContain('FAKEsig');
+  });
+});
+
 describe('new functions from OpenAPI specs', () => {
   const specs: Array<[string, number]> = [
     ['petstore3.yaml', 19],
     ['uspto.json', 3],
+    ['pet_shelter.yaml', 4],
   ];
   for (const [spec, count] of specs) {
     it(`${spec}: every operation generates a function that saves, with annotations from its method`, async () => {
@@ -272,6 +368,44 @@ describe('new functions from OpenAPI specs', () => {
     expect(vendor.seen[1]).toMatchObject({ method: 'POST', url: '/ds-api/oa_citations/v1/records' });
     expect(vendor.seen[1]!.headers['content-type']).toMatch(/^application\/x-www-form-urlencoded/);
     expect([...new URLSearchParams(vendor.seen[1]!.body)]).toEqual([['criteria', '*:*'], ['start', '0'], ['rows', '10']]);
+  });
+
+  it('pet_shelter.yaml addPet: readOnly fields are no arguments, writeOnly ones no output; the first call is the spec\'s example, and a strict stand-in accepts it', async () => {
+    const shelter = await petShelter();
+    const engine = testEngine();
+    const { record, scaffold } = await engine.createFromRequest('add_pet', { kind: 'openapi', file: join(OPENAPI_DIR, 'pet_shelter.yaml'), operation: 'addPet', server: shelter.base });
+    expect(Object.keys(propertiesOf(record))).toEqual(['name', 'species', 'tags', 'intakeCode']);
+    expect((record.inputSchema as { required?: string[] }).required).toEqual(['name', 'species']);
+    expect(scaffold.exampleArgs).toEqual({ name: 'Rex', species: 'dog', tags: ['friendly', 'vaccinated'], intakeCode: 'IN-2041' });
+    // An object through allOf is an object: returned as it comes, without the writeOnly field.
+    expect(scaffold.wrapsResult).toBe(false);
+    expect(record.outputSchema).toMatchObject({ type: 'object', allOf: [{ type: 'object', required: ['id', 'name', 'species', 'status'] }, { properties: { createdAt: { type: 'string' } } }] });
+    expect(JSON.stringify(record.outputSchema)).not.toContain('intakeCode');
+    expect(record.description).toBe('Add a pet (Pet Shelter: POST /pets, operation addPet)\n\nRegisters a pet with the shelter. The shelter assigns its id and status; sending either is an error.');
+    const created = await engine.run('add_pet', scaffold.exampleArgs, { caller: 'test' });
+    expect(created, JSON.stringify(created)).toMatchObject({ ok: true, value: { id: 11, name: 'Rex', status: 'available', createdAt: '1970-01-01T00:00:00.000Z' } });
+    expect(JSON.parse(shelter.seen.at(-1)!.body)).toEqual(scaffold.exampleArgs);
+    // The stand-in is as strict as the API: the id the spec marks readOnly is refused.
+    const direct = await fetch(`${shelter.base}/pets`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 10, ...scaffold.exampleArgs }) });
+    expect(direct.status).toBe(400);
+  });
+
+  it('pet_shelter.yaml: an optional query argument given as null is left out, an empty 204 is null, a path parameter\'s example is the first call', async () => {
+    const shelter = await petShelter();
+    const engine = testEngine();
+    const file = join(OPENAPI_DIR, 'pet_shelter.yaml');
+    await engine.createFromRequest('list_pets', { kind: 'openapi', file, operation: 'listPets', server: shelter.base });
+    const all = await engine.run('list_pets', { tag: null }, { caller: 'test' });
+    expect(all, JSON.stringify(all)).toMatchObject({ ok: true, value: { result: [{ id: 10 }] } });
+    expect(shelter.seen.at(-1)!.url).toBe('/v1/pets');
+    const some = await engine.run('list_pets', { tag: 'friendly', limit: 5 }, { caller: 'test' });
+    expect(some).toMatchObject({ ok: true, value: { result: [{ id: 10 }] } });
+    expect(shelter.seen.at(-1)!.url).toBe('/v1/pets?tag=friendly&limit=5');
+    const removal = await engine.createFromRequest('remove_pet', { kind: 'openapi', file, operation: 'deletePet', server: shelter.base });
+    expect(removal.scaffold.exampleArgs).toEqual({ petId: 10 });
+    const removed = await engine.run('remove_pet', removal.scaffold.exampleArgs, { caller: 'test' });
+    expect(removed, JSON.stringify(removed)).toMatchObject({ ok: true, value: null });
+    expect(shelter.seen.at(-1)).toMatchObject({ method: 'DELETE', url: '/v1/pets/10' });
   });
 
   it('refuses an unknown operation, a file that is not a spec, a truncated spec and a missing file, in one line each', async () => {
@@ -379,6 +513,21 @@ describe('OpenAPI 3.0 schemas as JSON Schema 2020-12', () => {
       code: 'bad_input',
       message: 'swagger.json is Swagger 2.0; only OpenAPI 3 specs are read (convert it first, e.g. with swagger2openapi)',
     });
+  });
+});
+
+describe('argument validation of generated functions', () => {
+  it('an argument that fails every branch of an anyOf in the same way says each problem once', async () => {
+    const engine = testEngine();
+    const recipient = (extra: object) => ({ type: 'object', required: ['email'], properties: { email: { type: 'string' }, ...extra } });
+    await engine.saveFunction({
+      spec: { name: 'notify', inputSchema: { type: 'object', properties: { to: { anyOf: [recipient({ name: { type: 'string' } }), recipient({ phone: { type: 'string' } })] } }, required: ['to'] } },
+      source: 'export default () => 1',
+    });
+    const run = await engine.run('notify', { to: {} }, { caller: 'test' });
+    expect(run).toMatchObject({ ok: false, error: { code: 'bad_input' } });
+    const message = (run as { error: { message: string } }).error.message;
+    expect(message.split('args.to.email is required').length - 1, message).toBe(1);
   });
 });
 

@@ -113,15 +113,14 @@ export class SchemaValidator {
 }
 
 export function formatAjvErrors(errors: ErrorObject[], root: string): string {
-  return errors
-    .slice(0, 10)
-    .map((e) => {
-      const path = `${root}${e.instancePath.replace(/\//g, '.')}`;
-      if (e.keyword === 'required') return `${path}.${(e.params as { missingProperty: string }).missingProperty} is required`;
-      if (e.keyword === 'additionalProperties') return `${path} has an unexpected property "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-      if (e.keyword === 'unevaluatedProperties') return `${path} has an unexpected property "${(e.params as { unevaluatedProperty: string }).unevaluatedProperty}"`;
-      if (e.keyword === 'enum') return `${path} must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
-      return `${path} ${e.message ?? 'is invalid'}`;
-    })
-    .join('; ');
+  const lines = errors.map((e) => {
+    const path = `${root}${e.instancePath.replace(/\//g, '.')}`;
+    if (e.keyword === 'required') return `${path}.${(e.params as { missingProperty: string }).missingProperty} is required`;
+    if (e.keyword === 'additionalProperties') return `${path} has an unexpected property "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+    if (e.keyword === 'unevaluatedProperties') return `${path} has an unexpected property "${(e.params as { unevaluatedProperty: string }).unevaluatedProperty}"`;
+    if (e.keyword === 'enum') return `${path} must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
+    return `${path} ${e.message ?? 'is invalid'}`;
+  });
+  // The branches of one anyOf/oneOf often fail the same way: each problem is said once.
+  return [...new Set(lines)].slice(0, 10).join('; ');
 }

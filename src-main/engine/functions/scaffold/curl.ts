@@ -1,3 +1,4 @@
+import type { FormParam } from 'curlconverter/dist/src/curl/form.js';
 import { StudioError } from '../../model/index.ts';
 import {
   basicCredential,
@@ -5,7 +6,7 @@ import {
   hostOf,
   jsonBody,
   queryCredential,
-  SECRET_QUERY,
+  secretReason,
   sortHeaders,
   splitUrl,
   textParam,
@@ -22,8 +23,6 @@ interface CurlJson {
   method: string;
   headers?: Record<string, string | null>;
   cookies?: Record<string, string>;
-  data?: unknown;
-  files?: Record<string, string>;
   auth?: { user: string; password: string };
   auth_type?: string;
 }
@@ -53,7 +52,10 @@ export async function describeCurl(command: string): Promise<{ description: Requ
     throw new StudioError('bad_input', line ? `the curl command could not be read: it is not valid shell syntax (line ${line}); check its quotes and line continuations` : `the curl command could not be read: ${first.replace(/:$/, '')}`);
   }
   const notes = warnings.map(([, message]) => message.split('\n')[0]!).filter((m) => !/is not a supported option$/.test(m) && !/^found environment variable/.test(m));
-  if (parsed.files && Object.keys(parsed.files).length > 0) throw new StudioError('bad_input', 'the curl command uploads files (-F, multipart/form-data), which a generated function cannot do yet; start from a template instead');
+  // The body as curl puts it on the wire (-d pieces joined, --data-urlencode encoded) and -F's parts
+  // in order: the JSON view above decodes forms and keeps one value per name.
+  const { parse } = await import('curlconverter/dist/src/parse.js');
+  const wire = parse(text, undefined, [])[0];
   if (parsed.auth_type && parsed.auth_type !== 'basic') throw new StudioError('bad_input', `the curl command uses ${parsed.auth_type} authentication; only basic auth (-u) and header or query keys become credentials`);
   const { url, notes: urlNotes } = splitUrl(parsed.raw_url || parsed.url);
   notes.push(...urlNotes);
@@ -73,23 +75,60 @@ export async function describeCurl(command: string): Promise<{ description: Requ
   credential = withQuery;
   const contentType = sorted.kept.find(([h]) => h.toLowerCase() === 'content-type')?.[1];
   let body: RequestBody | undefined;
-  if (parsed.data !== undefined) {
-    if (typeof parsed.data === 'string') {
-      if (parsed.data.startsWith('@')) throw new StudioError('bad_input', `the curl command reads its body from a file (${parsed.data.split(/\s/)[0]}); paste the body into the command instead`);
-      body = bodyFromText(parsed.data, contentType, notes);
-      // curl -d sends JSON as a form unless told otherwise; vendors' docs mean JSON.
-      if (body?.kind === 'text' && (contentType ?? '').startsWith('application/x-www-form-urlencoded') && /^\s*\{/.test(parsed.data)) {
-        try {
-          body = jsonBody(JSON.parse(parsed.data));
-          notes.push('the body is JSON but curl -d would send it as a form (its default type): the function sends it as application/json');
-        } catch {
-          // not JSON after all: sent as text
-        }
+  if (wire?.multipartUploads && wire.multipartUploads.length > 0) body = multipartBody(wire.multipartUploads);
+  else if (wire?.data !== undefined) {
+    if (wire.dataReadsFile !== undefined) throw new StudioError('bad_input', `the curl command reads its body from a file (@${wire.dataReadsFile}); paste the body into the command instead`);
+    let data = wire.data.toString();
+    const isForm = (contentType ?? '').startsWith('application/x-www-form-urlencoded');
+    if (isForm) {
+      // curl -d sends "+" as it is, which a form reads as a space; a phone number in vendors' docs means the plus.
+      data = data.replace(/(^|&)([^=&]+)=\+(\d+)(?=&|$)/g, (_, sep: string, name: string, digits: string) => {
+        notes.push(`${name}: curl -d sends "+${digits}" unencoded, which a form reads as " ${digits}"; the function sends the plus (%2B)`);
+        return `${sep}${name}=%2B${digits}`;
+      });
+    }
+    body = bodyFromText(data, contentType, notes);
+    // curl -d sends JSON as a form unless told otherwise; vendors' docs mean JSON.
+    if (body?.kind === 'text' && isForm && /^\s*\{/.test(data)) {
+      try {
+        body = jsonBody(JSON.parse(data));
+        notes.push('the body is JSON but curl -d would send it as a form (its default type): the function sends it as application/json');
+      } catch {
+        // not JSON after all: sent as text
       }
-    } else body = jsonBody(parsed.data);
+    }
   }
   const description = describeRequest({ method: parsed.method, url, host, query, headers: sorted.kept, body, credential }, 'a curl command');
   return { description, notes };
+}
+
+/**
+ * curl -F fields as a multipart body: one argument per name (a repeated name is a list, in order).
+ * A part read from a file cannot be generated: the one line says what to do instead.
+ */
+function multipartBody(parts: FormParam[]): RequestBody {
+  const fields = new Map<string, RequestParam>();
+  for (const part of parts) {
+    const name = part.name.toString();
+    if ('contentFile' in part) {
+      const file = part.contentFile.toString();
+      throw new StudioError(
+        'bad_input',
+        part.filename !== undefined
+          ? `the curl command uploads the file ${file} (-F ${name}=@${file}), which a function cannot read; leave that field out of the command, then add an argument holding the file's content as base64 and send it from the source as multipart: { ${JSON.stringify(name)}: { data: bytes, filename: ${JSON.stringify(file)} } }`
+          : `the curl command reads the field ${name} from the file ${file} (-F ${name}=<${file}); put the text in the command instead (-F ${name}=TEXT)`,
+      );
+    }
+    const value = part.content.toString();
+    const contentType = part.contentType?.toString();
+    const filename = part.filename?.toString();
+    const known = fields.get(name);
+    if (known) {
+      const values = [known.value, value].flat() as string[];
+      fields.set(name, { ...textParam(name, values), ...(known.part ? { part: known.part } : {}) });
+    } else fields.set(name, { ...textParam(name, [value]), ...(contentType || filename ? { part: { ...(contentType ? { contentType } : {}), ...(filename ? { filename } : {}) } } : {}) });
+  }
+  return { kind: 'multipart', fields: [...fields.values()] };
 }
 
 /** A request read from curl or a HAR entry, as the generator takes it: no path parameters, the query as arguments. */
@@ -115,15 +154,38 @@ export function describeRequest(
   };
 }
 
-/** The URL's query as arguments; a key-like parameter becomes the credential (unless one is already chosen). */
+/**
+ * The URL's query as arguments. A parameter that looks like a secret (by its name, or by its value
+ * when the name says nothing) becomes the credential unless one is already chosen; the strongest
+ * sign wins, and every other secret-looking parameter is left out, never kept as a default.
+ */
 export function queryParams(url: URL, host: string, credential: CredentialSuggestion | undefined, notes: string[]): { query: RequestParam[]; credential: CredentialSuggestion | undefined } {
   const grouped = new Map<string, string[]>();
   for (const [k, v] of url.searchParams) grouped.set(k, [...(grouped.get(k) ?? []), v]);
+  const secrets = new Map<string, { reason: string; strength: number }>();
+  for (const [k, vs] of grouped) {
+    const found = secretReason(k, vs[0]!);
+    if (found) secrets.set(k, found);
+  }
+  let chosen: string | undefined;
+  if (!credential) {
+    for (const [k, found] of secrets) if (chosen === undefined || found.strength > secrets.get(chosen)!.strength) chosen = k;
+    if (chosen !== undefined) {
+      credential = queryCredential(chosen, host);
+      notes.push(`the query parameter ${chosen} became the credential: ${secrets.get(chosen)!.reason}`);
+    }
+  }
   const query: RequestParam[] = [];
   for (const [k, vs] of grouped) {
-    if (SECRET_QUERY.test(k)) {
-      if (credential) notes.push(`the query parameter ${k} was left out: it looks like a secret and ${credential.from} carries the credential`);
-      else credential = queryCredential(k, host);
+    if (k === chosen) continue;
+    const secret = secrets.get(k);
+    if (secret?.strength === 1 && secrets.get(chosen ?? '')?.strength === 2) {
+      notes.push(`the query parameter ${k} stays an argument: beside ${chosen} it names the account, not the key`);
+      query.push(textParam(k, vs));
+      continue;
+    }
+    if (secret) {
+      notes.push(`the query parameter ${k} was left out: ${secret.reason}, and ${credential!.from} carries the credential; if the API needs it, add it in the source`);
       continue;
     }
     query.push(textParam(k, vs));

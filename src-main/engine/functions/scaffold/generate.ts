@@ -17,6 +17,8 @@ export interface RequestParam {
   /** The value the curl command / HAR entry sent: the argument's default and example. */
   value?: unknown;
   description?: string;
+  /** A multipart field's content type and file name (curl -F "name=value;type=…;filename=…"). */
+  part?: { contentType?: string; filename?: string };
 }
 
 export type RequestBody =
@@ -26,6 +28,8 @@ export type RequestBody =
   | { kind: 'json'; param: RequestParam }
   /** An application/x-www-form-urlencoded body whose fields are arguments. */
   | { kind: 'form'; fields: RequestParam[] }
+  /** A multipart/form-data body of text fields (curl -F), each an argument. */
+  | { kind: 'multipart'; fields: RequestParam[] }
   /** Any other body, as text in one argument (`body`), sent with this content type. */
   | { kind: 'text'; contentType: string; param: RequestParam };
 
@@ -91,8 +95,34 @@ const BROWSER_HEADERS = /^(sec-|user-agent$|referer$|origin$|priority$|pragma$|c
 
 /** Header names that carry a secret. */
 const SECRET_HEADER = /(authorization|api[-_]?key|apikey|token|secret|password|signature|^x-auth|^auth$|session)/i;
-/** Query parameter names that carry a secret. */
-export const SECRET_QUERY = /^(api[-_]?key|apikey|key|access[-_]?token|auth[-_]?key|auth[-_]?token|token|secret|client[-_]?secret|password|signature|sig)$/i;
+/** Query parameter names vendors give their keys (compared without case, "-" or "_"). */
+const KEY_NAMES = new Set(['key', 'apikey', 'appkey', 'accesskey', 'accesstoken', 'authkey', 'authtoken', 'apitoken', 'privatetoken', 'token', 'secret', 'secretkey', 'clientsecret', 'subscriptionkey', 'hapikey', 'licensekey', 'xapikey', 'devkey', 'password', 'auth', 'signature', 'sig', 'appid']);
+/** Of those, the one that names the account, not the key, when a key-named parameter is sent too (app_id beside app_key). */
+const ACCOUNT_NAMES = new Set(['appid']);
+/** Parameters that hold opaque server values (paging cursors, versions), whatever they look like. */
+const OPAQUE_NAMES = /(cursor|page|pagetoken|after|before|since|until|next|continu|offset|marker|etag|hash|sha|ref|id|ids|uuid|state|version)$/i;
+
+/**
+ * Why a query parameter looks like the request's secret, or undefined: its name is one vendors use
+ * for keys, or its value is long and random (the entropy of a generated key, not of words or an id).
+ */
+export function secretReason(name: string, value: string): { reason: string; strength: number } | undefined {
+  const bare = name.toLowerCase().replace(/[-_]/g, '');
+  if (KEY_NAMES.has(bare)) return { reason: 'it is a name vendors give API keys', strength: ACCOUNT_NAMES.has(bare) ? 1 : 2 };
+  if (OPAQUE_NAMES.test(bare) || !looksRandom(value)) return undefined;
+  return { reason: `its value looks like a key (${value.length} random characters)`, strength: 0 };
+}
+
+/** Long, no spaces, letters and digits mixed, and near-uniform characters (a generated key, not a word, date or counter). */
+function looksRandom(value: string): boolean {
+  if (value.length < 24 || value.length > 512 || !/^[\w.~+/=:-]+$/.test(value) || !/\d/.test(value) || !/[A-Za-z]/.test(value)) return false;
+  const counts = new Map<string, number>();
+  for (const c of value) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let entropy = 0;
+  for (const n of counts.values()) entropy -= (n / value.length) * Math.log2(n / value.length);
+  // Random base-62 keys of 24+ characters measure 4.2 bits a character or more; hex ids, dates and words fall below.
+  return entropy >= 4.2;
+}
 
 /**
  * Sorts the headers of a request into those kept in the source, the one secret that becomes the
@@ -262,9 +292,9 @@ function argumentNames(description: RequestDescription): Map<RequestParam, strin
   return names;
 }
 
-function bodyParams(body: RequestBody | undefined): RequestParam[] {
+export function bodyParams(body: RequestBody | undefined): RequestParam[] {
   if (!body) return [];
-  if (body.kind === 'json-fields' || body.kind === 'form') return body.fields;
+  if (body.kind === 'json-fields' || body.kind === 'form' || body.kind === 'multipart') return body.fields;
   return [body.param];
 }
 
@@ -296,6 +326,7 @@ export function generateFunction(name: string, description: RequestDescription, 
   let wrapsResult = false;
   if (description.outputSchema) {
     if (description.outputSchema.type === 'object') outputSchema = description.outputSchema;
+    else if (isObjectSchema(description.outputSchema, description.outputSchema)) outputSchema = { type: 'object', ...description.outputSchema };
     else {
       // MCP wants an object: a list or a plain value comes back as { result }.
       const { $defs, ...inner } = description.outputSchema;
@@ -316,6 +347,20 @@ export function generateFunction(name: string, description: RequestDescription, 
   };
   const source = sourceOf(description, method, names, wrapsResult, host);
   return { input: { spec, source }, credential: description.credential, exampleArgs, notes, wrapsResult };
+}
+
+/** An object without saying `type: "object"`: properties only, or an allOf whose parts are all objects. */
+function isObjectSchema(schema: Record<string, unknown>, root: Record<string, unknown>, depth = 0): boolean {
+  if (depth > 10) return false;
+  if (schema.type === 'object') return true;
+  if (typeof schema.$ref === 'string') {
+    const name = /^#\/\$defs\/(.+)$/.exec(schema.$ref)?.[1]?.replace(/~1/g, '/').replace(/~0/g, '~');
+    const target = name === undefined ? undefined : (root.$defs as Record<string, Record<string, unknown>> | undefined)?.[name];
+    return target !== undefined && isObjectSchema(target, root, depth + 1);
+  }
+  if (schema.type !== undefined || schema.anyOf !== undefined || schema.oneOf !== undefined) return false;
+  if (Array.isArray(schema.allOf) && schema.allOf.length > 0) return schema.allOf.every((part) => part !== null && typeof part === 'object' && isObjectSchema(part as Record<string, unknown>, root, depth + 1));
+  return schema.properties !== undefined && typeof schema.properties === 'object';
 }
 
 function sourceOf(description: RequestDescription, method: string, names: Map<RequestParam, string>, wrapsResult: boolean, host: string): string {
@@ -358,17 +403,28 @@ function sourceOf(description: RequestDescription, method: string, names: Map<Re
     lines.push('  const form = new URLSearchParams();');
     for (const f of body.fields) lines.push(appendLine('form', f, argOf(f)));
     init.push('body: form');
+  } else if (body?.kind === 'multipart') {
+    lines.push('  const multipart: Record<string, unknown> = {};');
+    for (const f of body.fields) {
+      const value = argOf(f);
+      const part = f.part ? (item: string): string => `{ data: String(${item}), ${Object.entries(f.part!).map(([k, v]) => `${k}: ${q(v)}`).join(', ')} }` : undefined;
+      const sent = !part ? value : f.schema.type === 'array' ? `${value}.map((item) => (${part('item')}))` : part(value);
+      const assign = `multipart[${q(f.name)}] = ${sent};`;
+      lines.push(f.required || f.value !== undefined ? `  ${assign}` : `  if (${value} !== undefined) ${assign}`);
+    }
+    init.push('multipart');
   } else if (body?.kind === 'text') {
     if (!headers.some(([h]) => h.toLowerCase() === 'content-type')) headers.push(['Content-Type', body.contentType]);
     init.push(`body: String(${argOf(body.param)})`);
   }
-  // The fetch sets content-type itself for json and form bodies.
-  const sent = headers.filter(([h]) => !(h.toLowerCase() === 'content-type' && (body?.kind === 'json' || body?.kind === 'json-fields' || body?.kind === 'form')));
+  // The fetch sets content-type itself for json, form and multipart bodies (multipart's carries the boundary).
+  const sent = headers.filter(([h]) => !(h.toLowerCase() === 'content-type' && body !== undefined && body.kind !== 'text'));
   if (sent.length > 0) init.push(`headers: {\n${sent.map(([h, v]) => `      ${q(h)}: ${q(v)},`).join('\n')}\n    }`);
   lines.push(`  const res = await ctx.fetch(url.href, {\n${init.map((i) => `    ${i},`).join('\n')}\n  });`);
   lines.push('  const text = await res.text();');
   lines.push(`  if (!res.ok) throw new Error(\`${host.replace(/[`$\\]/g, '')} answered \${res.status} \${res.statusText}: \${text.slice(0, 500)}\`);`);
-  lines.push('  let data: unknown = text;');
+  // An empty answer (204 No Content) is null, not "".
+  lines.push('  let data: unknown = null;');
   lines.push("  if (text !== '') {");
   lines.push('    try {');
   lines.push('      data = JSON.parse(text);');
@@ -386,7 +442,7 @@ function appendLine(target: string, p: RequestParam, value: string): string {
   const name = JSON.stringify(p.name);
   if (p.schema.type === 'array' || Array.isArray(p.value)) return `  for (const item of ${value} ?? []) ${target}.append(${name}, String(item));`;
   if (p.required || p.value !== undefined) return `  ${target}.append(${name}, String(${value}));`;
-  return `  if (${value} !== undefined) ${target}.append(${name}, String(${value}));`;
+  return `  if (${value} !== undefined && ${value} !== null) ${target}.append(${name}, String(${value}));`;
 }
 
 function tsType(schema: Record<string, unknown>): string {
@@ -416,7 +472,8 @@ function tsType(schema: Record<string, unknown>): string {
 
 /**
  * The request the function sends for `args` (as ctx.fetch gets it): what a HAR entry's first test
- * case records. Mirrors the generated source: same URL building, same body encoding.
+ * case records. Mirrors the generated source: same URL building, same body encoding (a multipart
+ * body, which only curl -F makes, is not recorded).
  */
 export function requestFor(description: RequestDescription, args: Record<string, unknown>): { method: string; url: string; headers: Array<[string, string]>; body: string | null } {
   const names = argumentNames(description);

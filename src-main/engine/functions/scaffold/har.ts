@@ -90,7 +90,7 @@ export function harTestCase(description: RequestDescription, scaffold: Scaffold,
     ...(isText ? { body: text } : { body: null, bodyBase64: bytes.toString('base64') }),
   };
   const request = requestFor(description, scaffold.exampleArgs);
-  let value: unknown = text;
+  let value: unknown = null;
   if (text !== '') {
     try {
       value = JSON.parse(text);

@@ -1,5 +1,5 @@
 import { StudioError } from '../../model/index.ts';
-import { credentialNameFor, hostOf, splitUrl, type CredentialSuggestion, type RequestBody, type RequestDescription, type RequestParam } from './generate.ts';
+import { bodyParams, credentialNameFor, hostOf, splitUrl, type CredentialSuggestion, type RequestBody, type RequestDescription, type RequestParam } from './generate.ts';
 
 type Json = Record<string, unknown>;
 
@@ -94,7 +94,7 @@ export function describeOperation(doc: OpenApiDocument, id: string, options: { s
   const credential = credentialOf(doc, op, host, notes);
   for (const p of params) {
     const name = String(p.name);
-    const schema = convertSchema(paramSchema(p), doc);
+    const schema = convertSchema(paramSchema(p), doc, 'readOnly');
     if (p.example !== undefined && schema.examples === undefined) schema.examples = [p.example];
     const param: RequestParam = { name, schema, required: p.in === 'path' || p.required === true, ...(typeof p.description === 'string' && p.description !== '' ? { description: p.description } : {}) };
     if (p.in === 'path') pathParams.push(param);
@@ -107,16 +107,23 @@ export function describeOperation(doc: OpenApiDocument, id: string, options: { s
   const body = bodyOf(op, doc, notes);
   // Schemas a circular reference left as $ref live at the inputSchema's root.
   const defs: Json = {};
-  for (const p of [...pathParams, ...query, ...(body ? (body.kind === 'json-fields' || body.kind === 'form' ? body.fields : [body.param]) : [])]) {
+  for (const p of [...pathParams, ...query, ...bodyParams(body)]) {
     const { $defs, ...rest } = p.schema;
     if ($defs) Object.assign(defs, $defs);
     p.schema = rest;
+    // The suggested first run sends the spec's own examples, so that it is a call the API accepts.
+    const example = exampleOf(p.schema);
+    if (example !== undefined && p.schema.examples === undefined && p.schema.default === undefined) p.schema.examples = [example];
   }
   const outputSchema = successSchema(op, doc);
-  const title = oneLine(op.summary ?? '') || undefined;
-  const text = [oneLine(op.summary ?? '') || oneLine(op.description ?? ''), `(${String((doc.api.info as Json | undefined)?.title ?? 'OpenAPI')}: ${found.method} ${found.path}${found.id.includes(' ') ? '' : `, operation ${found.id}`})`]
-    .filter(Boolean)
-    .join(' ');
+  // The summary, where it is, then the operation's own description (what a model reads to choose the tool).
+  const summary = oneLine(op.summary ?? '');
+  const title = summary || undefined;
+  const long = typeof op.description === 'string' ? op.description.trim() : '';
+  const first = summary || oneLine(long);
+  const where = `(${String((doc.api.info as Json | undefined)?.title ?? 'OpenAPI')}: ${found.method} ${found.path}${found.id.includes(' ') ? '' : `, operation ${found.id}`})`;
+  const head = [first, where, credential ? `Needs the credential "${credential.name}".` : ''].filter(Boolean).join(' ');
+  const text = long !== '' && long !== first ? `${head}\n\n${long}` : head;
   return {
     description: {
       method: found.method,
@@ -127,7 +134,7 @@ export function describeOperation(doc: OpenApiDocument, id: string, options: { s
       ...(body ? { body } : {}),
       ...(credential ? { credential: { ...credential } } : {}),
       ...(title ? { title: title.replace(/\.$/, '') } : {}),
-      description: `${text}${credential ? ` Needs the credential "${credential.name}".` : ''}`,
+      description: text,
       ...(outputSchema ? { outputSchema } : {}),
       origin: `the OpenAPI operation ${found.id}`,
       ...(Object.keys(defs).length > 0 ? { defs } : {}),
@@ -167,13 +174,23 @@ function bodyOf(op: Json, doc: OpenApiDocument, notes: string[]): RequestBody | 
   const required = requestBody?.required === true;
   const types = Object.keys(content);
   const type = types.find((t) => /^application\/([\w.-]+\+)?json\b/i.test(t)) ?? types.find((t) => t.startsWith('application/x-www-form-urlencoded')) ?? types[0]!;
-  const schema = convertSchema((content[type]?.schema as Json | undefined) ?? {}, doc);
-  if (content[type]?.example !== undefined && schema.examples === undefined) schema.examples = [content[type]!.example];
+  const schema = convertSchema((content[type]?.schema as Json | undefined) ?? {}, doc, 'readOnly');
+  // The media type's own example (or the first of its examples) is the most faithful call the spec shows.
+  const media = content[type] ?? {};
+  const named = media.examples && typeof media.examples === 'object' ? (Object.values(media.examples as Record<string, Json>)[0]?.value as unknown) : undefined;
+  const example = media.example !== undefined ? media.example : named;
+  if (example !== undefined && schema.examples === undefined) schema.examples = [example];
   const isJson = /json/i.test(type);
   const isForm = type.startsWith('application/x-www-form-urlencoded');
   if ((isJson || isForm) && schema.type === 'object' && schema.properties && typeof schema.properties === 'object') {
     const needed = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
-    const fields = Object.entries(schema.properties as Record<string, Json>).map(([name, s]): RequestParam => ({ name, schema: s, required: required && needed.has(name) }));
+    const whole = Array.isArray(schema.examples) && schema.examples[0] && typeof schema.examples[0] === 'object' ? (schema.examples[0] as Json) : {};
+    const fields = Object.entries(schema.properties as Record<string, Json>).map(([name, s]): RequestParam => ({
+      name,
+      // A field of the body's example is that field's example (a readOnly one was left out above).
+      schema: whole[name] !== undefined && s.examples === undefined ? { ...s, examples: [whole[name]] } : s,
+      required: required && needed.has(name),
+    }));
     if (schema.$defs && fields[0]) fields[0].schema = { ...fields[0].schema, $defs: schema.$defs };
     if (fields.length > 0) return isJson ? { kind: 'json-fields', fields } : { kind: 'form', fields };
   }
@@ -193,7 +210,7 @@ function successSchema(op: Json, doc: OpenApiDocument): Json | undefined {
     if (!content) continue;
     const type = Object.keys(content).find((t) => /json/i.test(t));
     const schema = type ? (content[type]?.schema as Json | undefined) : undefined;
-    if (schema) return convertSchema(schema, doc);
+    if (schema) return convertSchema(schema, doc, 'writeOnly');
   }
   return undefined;
 }
@@ -237,8 +254,10 @@ const DROPPED_KEYWORDS = new Set(['nullable', 'example', 'xml', 'discriminator',
  * `example` becomes `examples`, boolean `exclusiveMinimum`/`exclusiveMaximum` become numbers, and
  * `xml`, `discriminator` and `x-` extensions go. A `$ref` left by a circular reference points into
  * `$defs` of the returned root. Never modifies the input (the dereferenced spec shares objects).
+ * `drop` leaves out the properties marked so: readOnly ones from what is sent, writeOnly ones from
+ * what comes back (and from `required`).
  */
-export function convertSchema(schema: Json, doc: OpenApiDocument): Json {
+export function convertSchema(schema: Json, doc: OpenApiDocument, drop?: 'readOnly' | 'writeOnly'): Json {
   const defs: Record<string, Json> = {};
   const pending: string[] = [];
   const componentSchemas = ((doc.api.components as Json | undefined)?.schemas ?? {}) as Record<string, Json>;
@@ -260,7 +279,10 @@ export function convertSchema(schema: Json, doc: OpenApiDocument): Json {
       }
       if (key === 'properties' || key === 'patternProperties' || key === '$defs' || key === 'definitions') {
         const props: Json = {};
-        for (const [k, v] of Object.entries((value ?? {}) as Json)) props[k] = convert(v);
+        for (const [k, v] of Object.entries((value ?? {}) as Json)) {
+          if (key === 'properties' && drop && (v as Json | null)?.[drop] === true) continue;
+          props[k] = convert(v);
+        }
         out[key] = props;
       } else if (['items', 'additionalProperties', 'not', 'allOf', 'anyOf', 'oneOf', 'prefixItems', 'contains'].includes(key)) out[key] = convert(value);
       else if (key === 'exclusiveMinimum' || key === 'exclusiveMaximum') {
@@ -270,6 +292,10 @@ export function convertSchema(schema: Json, doc: OpenApiDocument): Json {
           if (typeof input[bound] === 'number') out[key] = input[bound];
         }
       } else out[key] = value;
+    }
+    if (drop && Array.isArray(out.required) && out.properties) {
+      const dropped = Object.entries((input.properties ?? {}) as Json).filter(([, v]) => (v as Json | null)?.[drop] === true).map(([k]) => k);
+      if (dropped.length > 0) out.required = (out.required as string[]).filter((k) => !dropped.includes(k));
     }
     if (input.exclusiveMinimum === true && typeof input.minimum === 'number') delete out.minimum;
     if (input.exclusiveMaximum === true && typeof input.maximum === 'number') delete out.maximum;
@@ -289,4 +315,29 @@ export function convertSchema(schema: Json, doc: OpenApiDocument): Json {
   }
   if (Object.keys(defs).length > 0) root.$defs = { ...((root.$defs as Json | undefined) ?? {}), ...defs };
   return root;
+}
+
+/**
+ * A value the schema shows: its first example or default, the first of an enum, or an object or
+ * list built from what its parts show.
+ */
+function exampleOf(schema: Json, depth = 0): unknown {
+  if (depth > 8 || !schema || typeof schema !== 'object') return undefined;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  if (schema.default !== undefined) return schema.default;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  if (schema.const !== undefined) return schema.const;
+  if (schema.properties && typeof schema.properties === 'object') {
+    const out: Json = {};
+    for (const [k, v] of Object.entries(schema.properties as Record<string, Json>)) {
+      const value = exampleOf(v, depth + 1);
+      if (value !== undefined) out[k] = value;
+    }
+    return Object.keys(out).length > 0 ? out : undefined;
+  }
+  if (schema.items && typeof schema.items === 'object' && !Array.isArray(schema.items)) {
+    const item = exampleOf(schema.items as Json, depth + 1);
+    return item === undefined ? undefined : [item];
+  }
+  return undefined;
 }
