@@ -1,24 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { get as httpGet } from 'node:http';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { StudioError, type Engine } from '../engine/index.ts';
 import { parseAllowedOrigins } from '../engine/mcp/httpOrigin.ts';
 import { secretPutLines, writeDeployment, type DeployTarget } from '../engine/deploy/generate.ts';
+import { WorkerdSupervisor } from '../engine/deploy/supervisor.ts';
 import { aborted, EXIT_FAILED, EXIT_OK, parse, signalExitCode, UsageError, type Command, type CommandContext } from './common.ts';
 
 const TARGETS: readonly DeployTarget[] = ['workerd', 'cloudflare'];
 /** Files a deployment writes: a folder holding one of them may be written again. */
 const MARKERS = ['config.capnp', 'DEPLOY.md'];
-
-/** The npm `workerd` binary. */
-export function workerdBinary(): string {
-  const require = createRequire(import.meta.url);
-  return join(dirname(require.resolve('workerd/package.json')), 'bin', 'workerd');
-}
 
 function checkOut(path: string): void {
   if (!existsSync(path)) return;
@@ -26,23 +18,6 @@ function checkOut(path: string): void {
   const entries = readdirSync(path);
   if (entries.length > 0 && !MARKERS.some((m) => entries.includes(m))) {
     throw new UsageError(`--out ${path} is not empty and holds no earlier deployment; give an empty or new folder`);
-  }
-}
-
-/** Resolves once something accepts connections on 127.0.0.1:port. */
-async function listening(port: number, stop: AbortSignal): Promise<void> {
-  for (;;) {
-    if (stop.aborted) return;
-    const ok = await new Promise<boolean>((done) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        done(true);
-      });
-      socket.once('error', () => done(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -142,103 +117,46 @@ async function deployTo(
     env[s.envVar] = injection.secret;
   }
   let tail = '';
-  const forward = (data: Buffer): void => {
-    const text = data.toString();
-    tail = (tail + text).slice(-2000);
-    ctx.io.stderr.write(text);
-  };
-  let current = startWorkerd(deployment.entry, outDir, port, env, forward);
+  const supervisor = new WorkerdSupervisor({
+    config: deployment.entry,
+    cwd: outDir,
+    port,
+    env,
+    timeouts: deployment.timeouts,
+    output: (data) => {
+      const text = data.toString();
+      tail = (tail + text).slice(-2000);
+      ctx.io.stderr.write(text);
+    },
+    notice: (line) => ctx.err(line),
+  });
   // workerd ends with this command however it ends: interrupted (the abort fires before the process
   // exits, so the signal is sent in time), or the process exiting for any other reason.
-  const stopChild = (): void => void current.child.kill('SIGTERM');
+  const stopChild = (): void => supervisor.kill();
   ctx.interrupted.addEventListener('abort', stopChild, { once: true });
   process.once('exit', stopChild);
   try {
-    const ready = await untilListening(current, port, ctx.interrupted);
+    const ready = await supervisor.start(ctx.interrupted);
     if (ready === 'exited') {
       const last = tail.trim().split('\n').pop() ?? '';
-      throw new StudioError('internal', `workerd exited before it listened on 127.0.0.1:${port}${last ? `: ${last}` : ''}`);
+      throw new StudioError('internal', `workerd exited before it listened${last ? `: ${last}` : ''}`);
     }
     if (ready === 'ready') {
       ctx.out(`MCP on http://127.0.0.1:${port}/mcp`);
       ctx.out(`token ${token}`);
-      ctx.err(`callable deploy: serving ${deployment.functions.length} function(s) with workerd (pid ${current.child.pid}); clients send "Authorization: Bearer <token>"`);
-      // workerd enforces no CPU limit: a function that keeps the CPU busy holds the process's only
-      // thread, past its deadline. When workerd stops answering for longer than the longest
-      // deadline (plus a second), it is replaced; the calls in flight in it are lost.
-      const stallMs = deployment.longestTimeoutMs + 1000;
-      let lastAnswer = Date.now();
-      for (;;) {
-        const what = await Promise.race([
-          new Promise((r) => setTimeout(r, WATCH_EVERY_MS)).then(() => 'tick' as const),
-          current.exited.then(() => 'exited' as const),
-          aborted(ctx.interrupted).then(() => 'stopped' as const),
-        ]);
-        if (what === 'stopped') break;
-        if (what === 'exited') {
-          ctx.err(`callable deploy: workerd stopped (exit ${current.child.exitCode ?? current.child.signalCode})`);
-          return EXIT_FAILED;
-        }
-        if (await answers(port, WATCH_EVERY_MS)) {
-          lastAnswer = Date.now();
-          continue;
-        }
-        const silent = Date.now() - lastAnswer;
-        if (silent <= stallMs) continue;
-        ctx.err(`callable deploy: workerd did not answer for ${silent} ms (a function kept the CPU busy past its deadline?): restarting it; the calls in it are lost`);
-        current.child.kill('SIGKILL');
-        await current.exited;
-        current = startWorkerd(deployment.entry, outDir, port, env, forward);
-        if ((await untilListening(current, port, ctx.interrupted)) !== 'ready') continue;
-        ctx.err(`callable deploy: workerd restarted (pid ${current.child.pid})`);
-        lastAnswer = Date.now();
+      ctx.err(`callable deploy: serving ${deployment.functions.length} function(s) with workerd (pid ${supervisor.pid}); clients send "Authorization: Bearer <token>"`);
+      const how = await Promise.race([supervisor.failed, aborted(ctx.interrupted).then(() => undefined)]);
+      if (how !== undefined) {
+        ctx.err(`callable deploy: workerd stopped (exit ${how})`);
+        await supervisor.stop();
+        return EXIT_FAILED;
       }
     }
-    stopChild();
-    await current.exited;
+    await supervisor.stop();
     return signalExitCode(ctx.interrupted.reason);
   } finally {
     process.off('exit', stopChild);
   }
-}
-
-const WATCH_EVERY_MS = 500;
-
-interface RunningWorkerd {
-  child: ChildProcess;
-  exited: Promise<number | null>;
-}
-
-function startWorkerd(config: string, cwd: string, port: number, env: NodeJS.ProcessEnv, forward: (data: Buffer) => void): RunningWorkerd {
-  const child = spawn(workerdBinary(), ['serve', '--experimental', config, '--socket-addr', `http=127.0.0.1:${port}`], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout.on('data', forward);
-  child.stderr.on('data', forward);
-  return { child, exited: new Promise((done) => child.once('exit', (code) => done(code))) };
-}
-
-async function untilListening(running: RunningWorkerd, port: number, interrupted: AbortSignal): Promise<'ready' | 'exited' | 'stopped'> {
-  const stop = new AbortController();
-  try {
-    return await Promise.race([
-      listening(port, stop.signal).then(() => 'ready' as const),
-      running.exited.then(() => 'exited' as const),
-      aborted(interrupted).then(() => 'stopped' as const),
-    ]);
-  } finally {
-    stop.abort();
-  }
-}
-
-/** Whether the gateway answers its health check within `timeoutMs`. */
-function answers(port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((done) => {
-    const req = httpGet({ host: '127.0.0.1', port, path: '/healthz', timeout: timeoutMs, agent: false }, (res) => {
-      res.resume();
-      done(res.statusCode === 200);
-    });
-    req.once('timeout', () => req.destroy());
-    req.once('error', () => done(false));
-  });
 }
 
 export const commands: Record<string, Command> = { deploy };

@@ -46,8 +46,8 @@ export interface Deployment {
   tokenVar: string;
   /** Functions left out, and why. */
   skipped: Array<{ function: string; reason: string }>;
-  /** The longest deadline (timeoutMs) of the functions served. */
-  longestTimeoutMs: number;
+  /** Each served function's deadline (timeoutMs). */
+  timeouts: Record<string, number>;
   /** A function whose credential grant is missing: it is deployed, and its credential calls are refused. */
   ungranted: Array<{ function: string; credential: string }>;
 }
@@ -201,7 +201,7 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
     functions: records.map((r) => r.name),
     secrets,
     tokenVar: TOKEN_VAR,
-    longestTimeoutMs: Math.max(...catalog.map((f) => f.limits.timeoutMs)),
+    timeouts: Object.fromEntries(catalog.map((f) => [f.name, f.limits.timeoutMs])),
     skipped,
     ungranted,
   };

@@ -40,7 +40,8 @@ export function timeoutMessage(timeoutMs: number): string {
   return `the run exceeded its deadline of ${timeoutMs} ms (timeoutMs); make it faster or raise timeoutMs`;
 }
 
-/** A result over its size limit; `limit` names the limit crossed when it is not limits.resultBytes. */
-export function resultTooLargeMessage(bytes: number, limitBytes: number, limit = 'limits.resultBytes'): string {
-  return `the result is ${bytes} bytes, over the result size limit of ${limitBytes} bytes (${limit}); return less or raise the limit`;
+/** A result over its size limit; `fixedLimit` names a limit no setting raises, instead of limits.resultBytes. */
+export function resultTooLargeMessage(bytes: number, limitBytes: number, fixedLimit?: string): string {
+  if (fixedLimit !== undefined) return `the result is ${bytes} bytes, over ${fixedLimit} (${limitBytes} bytes); return less`;
+  return `the result is ${bytes} bytes, over the result size limit of ${limitBytes} bytes (limits.resultBytes); return less or raise the limit`;
 }

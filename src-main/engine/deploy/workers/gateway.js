@@ -26,6 +26,8 @@ const PROGRESS_MESSAGE_CHARS = 1000;
 const PROGRESS_GAP_MS = 20;
 /** The log lines and progress updates one call sends to the Reporter; each is a subrequest of its isolate. */
 const REPORTS_PER_CALL = 1000;
+/** What workerd's RPC carries in one message (the isolate's outcome comes back as one). */
+const RPC_BYTES = 32 * 1024 * 1024;
 const byName = new Map(CATALOG.map((f) => [f.name, f]));
 /** Calls in flight in this isolate, by id: what their Outbound requests and reports are counted against. */
 const calls = new Map();
@@ -142,7 +144,12 @@ async function runCall(env, ctx, fn, args, caller, report) {
         deadline,
       ]);
     } catch (error) {
-      outcome = { ok: false, error: { code: 'sandbox_crashed', message: `the isolate failed: ${error?.message ?? String(error)}; call again` } };
+      const message = error?.message ?? String(error);
+      // An outcome too large for one RPC message (the isolate sizes the result first; this is its code bypassing that).
+      const size = /limited to 32MiB, but the size of this value was: (\d+) bytes/.exec(message);
+      outcome = size
+        ? { ok: false, error: { code: 'result_too_large', message: resultTooLargeMessage(Number(size[1]), RPC_BYTES, 'the most one workerd RPC message carries') } }
+        : { ok: false, error: { code: 'sandbox_crashed', message: `the isolate failed: ${message}; call again` } };
     } finally {
       clearTimeout(timer);
       calls.delete(callId);
