@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
@@ -98,27 +98,30 @@ describe.skipIf(cannotMount !== undefined)(`a read-only data folder (skipped unl
     const dataDir = await dataFolder();
     const notices: string[] = [];
     const engine = createEngine({ dataDir, secrets: new MemorySecretStore(), diagnostic: (m) => notices.push(m) });
-    try {
-      expect((await engine.run('echo', { text: 'a' }, { caller: 'cli' })).ok).toBe(true);
-      engine.runs.flush();
-      // The next write must append to an empty -wal, which is then made immutable.
-      engine.database.pragma('wal_checkpoint(TRUNCATE)');
-      const wal = join(dataDir, `${DATABASE_FILE}-wal`);
-      immutable(wal);
-      for (const text of ['b', 'c']) expect((await engine.run('echo', { text }, { caller: 'cli' })).ok).toBe(true);
-      await until(() => notices.some((m) => m.includes('2 run(s)')), 'the 2 waiting runs to be reported');
-      expect(notices).toEqual([
-        `1 run(s) (echo) could not be recorded yet: ${wal} has become read-only (EPERM); make the data folder and its files writable again (remount rw, chattr -i); they wait in memory (at most 1000) and are written once it can`,
-        expect.stringMatching(/^2 run\(s\) \(echo\) could not be recorded yet: /),
-      ]);
-      expect(engine.runs.list()).toHaveLength(1);
-      spawnSync('chattr', ['-i', wal]);
-      await until(() => engine.runs.unwritten === 0, 'the waiting runs to be written');
-      expect(engine.runs.list().map((r) => r.args)).toEqual([{ text: 'c' }, { text: 'b' }, { text: 'a' }]);
-      expect(notices.at(-1)).toBe(`recorded 2 run(s) that had waited to be written to ${join(dataDir, DATABASE_FILE)}`);
-    } finally {
-      engine.close();
+    // After the test's own assertions have been reported, and after fsFaults made the file writable again.
+    onTestFinished(() => engine.close());
+    expect((await engine.run('echo', { text: 'a' }, { caller: 'cli' })).ok).toBe(true);
+    engine.runs.flush();
+    // The next write must append to an empty -wal, which is then made immutable.
+    engine.database.pragma('wal_checkpoint(TRUNCATE)');
+    const wal = join(dataDir, `${DATABASE_FILE}-wal`);
+    immutable(wal);
+    for (const text of ['b', 'c']) expect((await engine.run('echo', { text }, { caller: 'cli' })).ok).toBe(true);
+    // What the user reads: each notice names the file and the fix, and by the last one every run
+    // not recorded has been counted (runs written together may share a notice).
+    const waiting = /^(\d+) run\(s\) \(echo\) could not be recorded yet: (.*)$/;
+    await until(() => notices.some((m) => m.startsWith('2 run(s) (echo) could not be recorded yet')), `both waiting runs to be reported (notices: ${JSON.stringify(notices)})`);
+    const reported = notices.map((m) => waiting.exec(m));
+    expect(reported.every(Boolean), JSON.stringify(notices)).toBe(true);
+    for (const m of reported) {
+      expect(m![2]).toBe(`${wal} has become read-only (EPERM); make the data folder and its files writable again (remount rw, chattr -i); they wait in memory (at most 1000) and are written once it can`);
     }
+    expect(engine.runs.list().map((r) => r.args)).toEqual([{ text: 'a' }]);
+
+    spawnSync('chattr', ['-i', wal]);
+    await until(() => engine.runs.unwritten === 0, 'the waiting runs to be written');
+    expect(engine.runs.list().map((r) => r.args)).toEqual([{ text: 'c' }, { text: 'b' }, { text: 'a' }]);
+    expect(notices.at(-1)).toBe(`recorded 2 run(s) that had waited to be written to ${join(dataDir, DATABASE_FILE)}`);
   }, 60_000);
 });
 
