@@ -194,6 +194,10 @@ describe('new functions from curl commands of vendor docs', () => {
     const typed = await engine.createFromRequest('typed_parts', { kind: 'curl', command: `curl -F 'meta={"kind":"note"};type=application/json' -F 'tag=a;type=text/plain' -F 'tag=b;type=text/plain' https://api.example.com/upload` });
     expect(typed.record.source).toContain('multipart["meta"] = { data: String((args["meta"] ?? "{\\"kind\\":\\"note\\"}")), contentType: "application/json" };');
     expect(typed.record.source).toContain('multipart["tag"] = (args["tag"] ?? ["a","b"]).map((item) => ({ data: String(item), contentType: "text/plain" }));');
+    // A file name without ;type= gets the type curl guesses from its extension.
+    const named = await engine.createFromRequest('named_part', { kind: 'curl', command: `curl -F 'page=hi there;filename=page.html' -F 'raw=x;filename=dump.bin' https://api.example.com/upload` });
+    expect(named.record.source).toContain('multipart["page"] = { data: String((args["page"] ?? "hi there")), contentType: "text/html", filename: "page.html" };');
+    expect(named.record.source).toContain('contentType: "application/octet-stream", filename: "dump.bin" };');
   });
 
   it('github_create_issue.curl: curl -d sends the JSON as a form; the function sends it as JSON and says so', async () => {

@@ -32,7 +32,7 @@ export const MAX_CURL_CHARS = 200_000;
 
 /**
  * A curl command (as copied from a vendor's docs: quoting, line continuations, -H, -d, --data-raw,
- * --json, -u, -X, -G) as a request description. curlconverter parses the shell and curl's options;
+ * --data-urlencode, -F, --json, -u, -X, -G) as a request description. curlconverter parses the shell and curl's options;
  * the query is read back from the full URL so values with `+` or `,` keep their meaning.
  */
 export async function describeCurl(command: string): Promise<{ description: RequestDescription; notes: string[] }> {
@@ -120,8 +120,8 @@ function multipartBody(parts: FormParam[]): RequestBody {
       );
     }
     const value = part.content.toString();
-    const contentType = part.contentType?.toString();
     const filename = part.filename?.toString();
+    const contentType = part.contentType?.toString() ?? (filename === undefined ? undefined : curlGuessedType(filename));
     const known = fields.get(name);
     if (known) {
       const values = [known.value, value].flat() as string[];
@@ -129,6 +129,12 @@ function multipartBody(parts: FormParam[]): RequestBody {
     } else fields.set(name, { ...textParam(name, [value]), ...(contentType || filename ? { part: { ...(contentType ? { contentType } : {}), ...(filename ? { filename } : {}) } } : {}) });
   }
   return { kind: 'multipart', fields: [...fields.values()] };
+}
+
+/** The content type curl gives a part with a file name and no ;type= (by the name's extension, as curl's own table does). */
+function curlGuessedType(filename: string): string {
+  const types: Record<string, string> = { gif: 'image/gif', jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', svg: 'image/svg+xml', txt: 'text/plain', htm: 'text/html', html: 'text/html', pdf: 'application/pdf', xml: 'application/xml' };
+  return types[/\.([^.]+)$/.exec(filename)?.[1]?.toLowerCase() ?? ''] ?? 'application/octet-stream';
 }
 
 /** A request read from curl or a HAR entry, as the generator takes it: no path parameters, the query as arguments. */
