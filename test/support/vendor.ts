@@ -7,6 +7,8 @@ export interface SeenRequest {
   url: string;
   headers: IncomingHttpHeaders;
   body: string;
+  /** The body's bytes as received. */
+  bytes: Buffer;
 }
 
 export type VendorHandler = (req: SeenRequest, res: import('node:http').ServerResponse) => void;
@@ -18,7 +20,8 @@ export async function vendorServer(handler: VendorHandler): Promise<{ port: numb
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const entry = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
+      const bytes = Buffer.concat(chunks);
+      const entry = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: bytes.toString(), bytes };
       seen.push(entry);
       handler(entry, res);
     });

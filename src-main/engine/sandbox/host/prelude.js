@@ -39,6 +39,7 @@ export function callablePrelude(hostSync, hostStart) {
   const StringReplace = String.prototype.replace;
   const StringToLowerCase = String.prototype.toLowerCase;
   const StringTrim = String.prototype.trim;
+  const StringToWellFormed = String.prototype.toWellFormed;
   const RegExpTest = RegExp.prototype.test;
   const PromiseCtor = Promise;
   const PromiseResolve = Promise.resolve.bind(Promise);
@@ -72,7 +73,15 @@ export function callablePrelude(hostSync, hostStart) {
   const call = (fn, self, ...args) => ReflectApply(fn, self, args);
   const str = (v) => StringCtor(v);
   const isBytes = (v) => ArrayBufferIsView(v) && call(ObjectPrototypeToString, v) === '[object Uint8Array]';
-  const isArrayBuffer = (v) => call(ObjectPrototypeToString, v) === '[object ArrayBuffer]';
+  // The byteLength getter throws for anything but a real ArrayBuffer (a toStringTag can be faked).
+  const isArrayBuffer = (v) => {
+    try {
+      call(ArrayBufferByteLength, v);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   const copyBytes = (view) => {
     // A fresh Uint8Array with exactly the view's bytes (works for any ArrayBufferView).
     const buffer = call(TypedArrayBuffer, view);
@@ -365,8 +374,11 @@ export function callablePrelude(hostSync, hostStart) {
   defineGlobal('crypto', ObjectFreeze(cryptoObject));
 
   // ---- URLSearchParams (application/x-www-form-urlencoded) ----
+  // The WHATWG urlencoded serializer: a lone surrogate becomes U+FFFD, space '+', and only
+  // alphanumerics and *-._ stay as they are.
   const formEncode = (s) =>
-    call(StringReplace, call(StringReplace, encodeURIComponentFn(str(s)), /%20/g, '+'), /[!'()~]/g, (c) => `%${call(StringCharCodeAt, c, 0).toString(16).toUpperCase()}`);
+    call(StringReplace, call(StringReplace, encodeURIComponentFn(call(StringToWellFormed, str(s))), /%20/g, '+'), /[!'()~]/g, (c) => `%${call(StringCharCodeAt, c, 0).toString(16).toUpperCase()}`);
+  const formText = (pairs) => call(ArrayJoin, call(ArrayMap, pairs, (p) => `${formEncode(p[0])}=${formEncode(p[1])}`), '&');
   const formDecode = (s) => {
     const plus = call(StringReplace, s, /\+/g, ' ');
     try {
@@ -383,6 +395,7 @@ export function callablePrelude(hostSync, hostStart) {
   };
   const searchParamsOwner = new WeakMapCtor();
   let resetParams;
+  let paramsText;
   class URLSearchParams {
     #list = [];
     constructor(init) {
@@ -417,6 +430,8 @@ export function callablePrelude(hostSync, hostStart) {
     }
     static {
       resetParams = (params, text) => params.#parse(text);
+      // The text of one of these (and undefined for anything else), whatever the function did to the prototype.
+      paramsText = (value) => (value !== null && typeof value === 'object' && #list in value ? formText(value.#list) : undefined);
     }
     get size() {
       return this.#list.length;
@@ -493,7 +508,7 @@ export function callablePrelude(hostSync, hostStart) {
       return this.entries();
     }
     toString() {
-      return call(ArrayJoin, call(ArrayMap, this.#list, (p) => `${formEncode(p[0])}=${formEncode(p[1])}`), '&');
+      return formText(this.#list);
     }
     get [SymbolToStringTag]() {
       return 'URLSearchParams';
@@ -671,24 +686,107 @@ export function callablePrelude(hostSync, hostStart) {
       bytes: () => PromiseResolve(copyBytes(body)),
     });
   };
+  // Request bodies: at most one of these options. `form` and a URLSearchParams body are encoded
+  // here; `multipart` crosses as plain parts and the host encodes it.
+  const BODY_OPTIONS = ['json', 'body', 'form', 'multipart'];
+  const FORM_TYPE = 'application/x-www-form-urlencoded';
+  const kindOf = (v) => (v === null ? 'null' : ArrayIsArray(v) ? 'an array' : typeof v);
+  const isField = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+  /** [name, value, label] for each field of `fields` (an array value is the field repeated, in order). */
+  const entriesOf = (fields, what) => {
+    if (fields === null || typeof fields !== 'object' || ArrayIsArray(fields)) {
+      throw new TypeErrorCtor(`ctx.fetch: ${what} must be an object of name: value (or [values]), not ${kindOf(fields)}`);
+    }
+    const out = [];
+    const names = ObjectKeys(fields);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
+      const value = fields[name];
+      if (!ArrayIsArray(value)) call(ArrayPush, out, [name, value, name]);
+      else for (let j = 0, n = value.length; j < n; j++) call(ArrayPush, out, [name, value[j], `${name}[${j}]`]);
+    }
+    return out;
+  };
+  const formBody = (form) => {
+    const pairs = [];
+    const entries = entriesOf(form, 'form');
+    for (let i = 0; i < entries.length; i++) {
+      const name = entries[i][0];
+      const value = entries[i][1];
+      const label = entries[i][2];
+      if (!isField(value)) throw new TypeErrorCtor(`ctx.fetch: form field "${label}" must be a string, number or boolean (or an array of them), not ${kindOf(value)}`);
+      call(ArrayPush, pairs, [name, str(value)]);
+    }
+    return formText(pairs);
+  };
+  const multipartParts = (multipart) => {
+    const parts = [];
+    const entries = entriesOf(multipart, 'multipart');
+    for (let i = 0; i < entries.length; i++) {
+      const name = entries[i][0];
+      const value = entries[i][1];
+      const label = entries[i][2];
+      const part = ObjectCreate(null);
+      part.name = name;
+      if (isField(value)) part.text = str(value);
+      else if (value !== null && typeof value === 'object' && !ArrayIsArray(value)) {
+        const { data, filename, contentType } = value;
+        if (typeof data === 'string') part.data = utf8Encode(data);
+        else if (ArrayBufferIsView(data) || isArrayBuffer(data)) part.data = copyBytes(toBytes(data, 'ctx.fetch'));
+        else throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" needs data: a string, Uint8Array or ArrayBuffer, not ${kindOf(data)}`);
+        if (filename !== undefined) {
+          if (typeof filename !== 'string') throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}": filename must be a string, not ${kindOf(filename)}`);
+          part.filename = filename;
+        }
+        if (contentType !== undefined) {
+          if (typeof contentType !== 'string' || call(RegExpTest, /[\r\n]/, contentType)) {
+            throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}": contentType must be a one-line string such as "image/png"`);
+          }
+          part.contentType = contentType;
+        }
+      } else {
+        throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" must be a string, number, boolean or { data, filename?, contentType? }, not ${kindOf(value)}`);
+      }
+      call(ArrayPush, parts, part);
+    }
+    return parts;
+  };
   const fetchFn = (input, init) => {
     try {
       const options = init === undefined || init === null ? {} : init;
       const request = ObjectCreate(null);
       request.url = str(input);
-      request.method = options.method === undefined ? (options.json !== undefined || options.body !== undefined ? 'POST' : 'GET') : str(options.method);
+      const given = [];
+      const chosen = ObjectCreate(null);
+      for (let i = 0; i < BODY_OPTIONS.length; i++) {
+        const key = BODY_OPTIONS[i];
+        const value = options[key];
+        if (value !== undefined && (key === 'json' || value !== null)) {
+          call(ArrayPush, given, key);
+          chosen[key] = value;
+        }
+      }
+      if (given.length > 1) throw new TypeErrorCtor(`ctx.fetch: give one of json, body, form or multipart, not ${call(ArrayJoin, given, ' and ')}`);
+      request.method = options.method === undefined ? (given.length > 0 ? 'POST' : 'GET') : str(options.method);
       const headers = headerPairs(options.headers);
+      const hasType = () => new Headers(headers).has('content-type');
       let body;
-      if (options.json !== undefined) {
-        if (options.body !== undefined) throw new TypeErrorCtor('ctx.fetch: give either json or body, not both');
-        body = utf8Encode(JSONStringify(options.json));
-        if (!new Headers(headers).has('content-type')) call(ArrayPush, headers, ['content-type', 'application/json']);
-      } else if (options.body !== undefined && options.body !== null) {
-        const b = options.body;
+      if (given[0] === 'json') {
+        body = utf8Encode(JSONStringify(chosen.json));
+        if (!hasType()) call(ArrayPush, headers, ['content-type', 'application/json']);
+      } else if (given[0] === 'form') {
+        body = utf8Encode(formBody(chosen.form));
+        if (!hasType()) call(ArrayPush, headers, ['content-type', FORM_TYPE]);
+      } else if (given[0] === 'multipart') {
+        if (hasType()) throw new TypeErrorCtor('ctx.fetch: multipart sets its own content-type (with the boundary); remove the content-type header');
+        request.multipart = multipartParts(chosen.multipart);
+      } else if (given[0] === 'body') {
+        const b = chosen.body;
+        const params = paramsText(b);
         if (typeof b === 'string') body = utf8Encode(b);
-        else if (b !== null && typeof b === 'object' && call(ObjectPrototypeToString, b) === '[object URLSearchParams]') {
-          body = utf8Encode(b.toString());
-          if (!new Headers(headers).has('content-type')) call(ArrayPush, headers, ['content-type', 'application/x-www-form-urlencoded;charset=UTF-8']);
+        else if (params !== undefined) {
+          body = utf8Encode(params);
+          if (!hasType()) call(ArrayPush, headers, ['content-type', FORM_TYPE]);
         } else body = copyBytes(toBytes(b, 'ctx.fetch body'));
       }
       request.headers = headers;

@@ -1,0 +1,151 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defineFunction, testEngine } from '../support/engine.ts';
+import { vendorServer, type SeenRequest } from '../support/vendor.ts';
+
+// ctx.fetch's form bodies, as the vendors document them (Twilio's SMS send is a urlencoded form,
+// Mailgun's send is multipart), checked byte for byte on a real local server.
+const engine = testEngine();
+let port: number;
+let seen: SeenRequest[];
+
+beforeAll(async () => {
+  const vendor = await vendorServer((_req, res) => res.end('sent'));
+  port = vendor.port;
+  seen = vendor.seen;
+});
+
+/** Saves a function whose body is `init` (JS source of the ctx.fetch options) and runs it; returns what the vendor received, or the error the function got. */
+async function send(name: string, init: string, prelude = ''): Promise<{ request?: SeenRequest; error?: string }> {
+  await defineFunction(
+    engine,
+    { name, allowedHosts: [`127.0.0.1:${port}`] },
+    `export default async (a, ctx) => {
+      ${prelude}
+      try {
+        const res = await ctx.fetch('http://127.0.0.1:${port}/send', ${init});
+        return { status: res.status };
+      } catch (e) {
+        return { error: e.message };
+      }
+    }`,
+  );
+  const before = seen.length;
+  const result = await engine.run(name, {}, { caller: 'test' });
+  expect(result.ok, JSON.stringify(result)).toBe(true);
+  const value = (result as { value: { status?: number; error?: string } }).value;
+  if (value.error !== undefined) {
+    expect(seen.length).toBe(before);
+    return { error: value.error };
+  }
+  expect(value.status).toBe(200);
+  return { request: seen.at(-1)! };
+}
+
+describe('form: a urlencoded body', () => {
+  it("sends Twilio's SMS form exactly as URLSearchParams encodes it ('+' as %2B, space as '+')", async () => {
+    const { request } = await send('twilio_sms', `{ form: { To: '+15551234567', From: '+15557654321', Body: "Hi & welcome: 100% + more ~!*'()", Count: 2, Urgent: true } }`);
+    expect(request!.method).toBe('POST');
+    expect(request!.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(request!.body).toBe('To=%2B15551234567&From=%2B15557654321&Body=Hi+%26+welcome%3A+100%25+%2B+more+%7E%21*%27%28%29&Count=2&Urgent=true');
+    expect(request!.body).toBe(
+      new URLSearchParams([['To', '+15551234567'], ['From', '+15557654321'], ['Body', "Hi & welcome: 100% + more ~!*'()"], ['Count', '2'], ['Urgent', 'true']]).toString(),
+    );
+  });
+
+  it('repeats a field for each value of an array, in order, and encodes any text as WHATWG does', async () => {
+    const { request } = await send('repeated', `{ method: 'PUT', form: { MediaUrl: ['https://a.example/1.png', 'https://a.example/2.png'], 'na me': 'é\\uD800x', empty: '' } }`);
+    expect(request!.method).toBe('PUT');
+    expect(request!.body).toBe('MediaUrl=https%3A%2F%2Fa.example%2F1.png&MediaUrl=https%3A%2F%2Fa.example%2F2.png&na+me=%C3%A9%EF%BF%BDx&empty=');
+    expect(request!.body).toBe(new URLSearchParams([['MediaUrl', 'https://a.example/1.png'], ['MediaUrl', 'https://a.example/2.png'], ['na me', 'é\uD800x'], ['empty', '']]).toString());
+  });
+
+  it("keeps the function's own content-type", async () => {
+    const { request } = await send('own_type', `{ form: { a: 'b' }, headers: { 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' } }`);
+    expect(request!.headers['content-type']).toBe('application/x-www-form-urlencoded; charset=utf-8');
+    expect(request!.body).toBe('a=b');
+  });
+
+  it("sends a URLSearchParams body with the same encoding and content type, whatever the function did to URLSearchParams' prototype", async () => {
+    const { request } = await send(
+      'params_body',
+      `{ body: params }`,
+      `const params = new URLSearchParams({ To: '+1 555', Body: 'a+b' }); params.append('To', '+2'); URLSearchParams.prototype.toString = () => 'hijacked=1';`,
+    );
+    expect(request!.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(request!.body).toBe('To=%2B1+555&Body=a%2Bb&To=%2B2');
+  });
+});
+
+describe('multipart: a multipart/form-data body', () => {
+  const MAILGUN = `{ multipart: {
+    from: 'Excited User <mailgun@example.com>',
+    to: ['bar@example.com', 'baz@example.com'],
+    subject: 'Hello "there"',
+    text: 'Testing\\nsome Mailgun awesomeness!',
+    'o:tag': 42,
+    attachment: [
+      { data: new Uint8Array([0, 1, 2, 255, 13, 10, 45, 45]), filename: 'data.bin', contentType: 'application/octet-stream' },
+      { data: new TextEncoder().encode('héllo').buffer, filename: 'a "quoted"\\nname.txt', contentType: 'text/plain; charset=utf-8' },
+    ],
+    inline: { data: 'inline text', filename: 'note.txt' },
+  } }`;
+
+  /** The same parts encoded by Node's own FormData (undici), with `boundary`. */
+  async function nodeEncoding(boundary: string): Promise<Buffer> {
+    const form = new FormData();
+    form.append('from', 'Excited User <mailgun@example.com>');
+    form.append('to', 'bar@example.com');
+    form.append('to', 'baz@example.com');
+    form.append('subject', 'Hello "there"');
+    form.append('text', 'Testing\nsome Mailgun awesomeness!');
+    form.append('o:tag', '42');
+    form.append('attachment', new Blob([new Uint8Array([0, 1, 2, 255, 13, 10, 45, 45])], { type: 'application/octet-stream' }), 'data.bin');
+    form.append('attachment', new Blob([new TextEncoder().encode('héllo')], { type: 'text/plain; charset=utf-8' }), 'a "quoted"\nname.txt');
+    form.append('inline', new Blob(['inline text']), 'note.txt');
+    const response = new Response(form);
+    const theirs = /boundary=(.+)$/.exec(response.headers.get('content-type')!)![1]!;
+    return Buffer.from(Buffer.from(await response.arrayBuffer()).toString('latin1').split(theirs).join(boundary), 'latin1');
+  }
+
+  it("sends Mailgun's message with repeated fields and file parts, byte for byte as Node's FormData encodes it", async () => {
+    const { request } = await send('mailgun_send', MAILGUN);
+    expect(request!.method).toBe('POST');
+    const boundary = /^multipart\/form-data; boundary=(\S+)$/.exec(String(request!.headers['content-type']))?.[1];
+    expect(boundary, String(request!.headers['content-type'])).toBeDefined();
+    expect(request!.bytes.equals(await nodeEncoding(boundary!))).toBe(true);
+    // The file part as the vendor reads it: its filename, its type, its exact bytes.
+    const head = `Content-Disposition: form-data; name="attachment"; filename="data.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+    const at = request!.bytes.indexOf(head) + head.length;
+    expect([...request!.bytes.subarray(at, at + 8)]).toEqual([0, 1, 2, 255, 13, 10, 45, 45]);
+    expect(request!.body).toContain('name="attachment"; filename="a %22quoted%22%0Aname.txt"\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nhéllo\r\n');
+  });
+
+  it('gives the same bytes for the same parts, so a saved test of it replays', async () => {
+    const first = (await send('mailgun_again', MAILGUN)).request!;
+    const run = await engine.run('mailgun_again', {}, { caller: 'test' });
+    expect(seen.at(-1)!.bytes.equals(first.bytes)).toBe(true);
+    await engine.tests.fromRun(run.runId, 'sent');
+    expect(await engine.tests.run('mailgun_again', 'sent')).toMatchObject([{ status: 'pass' }]);
+  });
+});
+
+describe('refused bodies: one line, nothing sent', () => {
+  const cases: Array<[string, string, string]> = [
+    ['two bodies', `{ json: { a: 1 }, form: { a: 1 } }`, 'ctx.fetch: give one of json, body, form or multipart, not json and form'],
+    ['form and multipart', `{ form: { a: 1 }, multipart: { a: 'b' } }`, 'ctx.fetch: give one of json, body, form or multipart, not form and multipart'],
+    ['a form that is text', `{ form: 'a=1' }`, 'ctx.fetch: form must be an object of name: value (or [values]), not string'],
+    ['a form field that is an object', `{ form: { a: { b: 1 } } }`, 'ctx.fetch: form field "a" must be a string, number or boolean (or an array of them), not object'],
+    ['a null in a form array', `{ form: { a: ['x', null] } }`, 'ctx.fetch: form field "a[1]" must be a string, number or boolean (or an array of them), not null'],
+    ['a part without data', `{ multipart: { file: { filename: 'a.txt' } } }`, 'ctx.fetch: multipart part "file" needs data: a string, Uint8Array or ArrayBuffer, not undefined'],
+    ['a part that is null', `{ multipart: { file: [null] } }`, 'ctx.fetch: multipart part "file[0]" must be a string, number, boolean or { data, filename?, contentType? }, not null'],
+    ['a filename that is not text', `{ multipart: { file: { data: 'x', filename: 7 } } }`, 'ctx.fetch: multipart part "file": filename must be a string, not number'],
+    ['a content type with a line break', `{ multipart: { file: { data: 'x', contentType: 'text/plain\\r\\nX-Evil: 1' } } }`, 'ctx.fetch: multipart part "file": contentType must be a one-line string such as "image/png"'],
+    ['multipart with its own content-type', `{ multipart: { a: 'b' }, headers: { 'content-type': 'multipart/form-data' } }`, 'ctx.fetch: multipart sets its own content-type (with the boundary); remove the content-type header'],
+  ];
+  for (const [label, init, message] of cases) {
+    it(`refuses ${label}`, async () => {
+      const { error } = await send(`refused_${label.replace(/\W+/g, '_')}`, init);
+      expect(error).toBe(message);
+    });
+  }
+});
