@@ -692,40 +692,30 @@ export function callablePrelude(hostSync, hostStart) {
   const FORM_TYPE = 'application/x-www-form-urlencoded';
   const kindOf = (v) => (v === null ? 'null' : ArrayIsArray(v) ? 'an array' : typeof v);
   const isField = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
-  /** [name, value, label] for each field of `fields` (an array value is the field repeated, in order). */
-  const entriesOf = (fields, what) => {
+  /** Calls visit(name, value, label) for each field of `fields` (an array value is the field repeated, in order). */
+  const eachField = (fields, what, visit) => {
     if (fields === null || typeof fields !== 'object' || ArrayIsArray(fields)) {
       throw new TypeErrorCtor(`ctx.fetch: ${what} must be an object of name: value (or [values]), not ${kindOf(fields)}`);
     }
-    const out = [];
     const names = ObjectKeys(fields);
     for (let i = 0; i < names.length; i++) {
       const name = names[i];
       const value = fields[name];
-      if (!ArrayIsArray(value)) call(ArrayPush, out, [name, value, name]);
-      else for (let j = 0, n = value.length; j < n; j++) call(ArrayPush, out, [name, value[j], `${name}[${j}]`]);
+      if (!ArrayIsArray(value)) visit(name, value, name);
+      else for (let j = 0, n = value.length; j < n; j++) visit(name, value[j], `${name}[${j}]`);
     }
-    return out;
   };
   const formBody = (form) => {
     const pairs = [];
-    const entries = entriesOf(form, 'form');
-    for (let i = 0; i < entries.length; i++) {
-      const name = entries[i][0];
-      const value = entries[i][1];
-      const label = entries[i][2];
+    eachField(form, 'form', (name, value, label) => {
       if (!isField(value)) throw new TypeErrorCtor(`ctx.fetch: form field "${label}" must be a string, number or boolean (or an array of them), not ${kindOf(value)}`);
       call(ArrayPush, pairs, [name, str(value)]);
-    }
+    });
     return formText(pairs);
   };
   const multipartParts = (multipart) => {
     const parts = [];
-    const entries = entriesOf(multipart, 'multipart');
-    for (let i = 0; i < entries.length; i++) {
-      const name = entries[i][0];
-      const value = entries[i][1];
-      const label = entries[i][2];
+    eachField(multipart, 'multipart', (name, value, label) => {
       const part = ObjectCreate(null);
       part.name = name;
       if (isField(value)) part.text = str(value);
@@ -748,7 +738,7 @@ export function callablePrelude(hostSync, hostStart) {
         throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" must be a string, number, boolean or { data, filename?, contentType? }, not ${kindOf(value)}`);
       }
       call(ArrayPush, parts, part);
-    }
+    });
     return parts;
   };
   const fetchFn = (input, init) => {
