@@ -82,7 +82,9 @@ describe('"New function" started from a curl command', () => {
     await newFromCurl('upload_thing', `curl -F file=@photo.jpg http://127.0.0.1:${vendor.port}/v1/upload`);
     const alert = ui.page.getByRole('dialog', { name: 'New function' }).getByRole('alert');
     await alert.waitFor();
-    expect(await alert.textContent()).toBe('the curl command uploads files (-F, multipart/form-data), which a generated function cannot do yet; start from a template instead');
+    expect(await alert.textContent()).toBe(
+      'the curl command uploads the file photo.jpg (-F file=@photo.jpg), which a function cannot read; leave that field out of the command, then add an argument holding the file\'s content as base64 and send it from the source as multipart: { "file": { data: bytes, filename: "photo.jpg" } }',
+    );
     await ui.page.getByRole('dialog', { name: 'New function' }).getByRole('button', { name: 'Cancel' }).click();
     expect((await studio.call('functions:list', {})).map((f) => f.name).sort()).toEqual(['create_thing', 'list_things']);
   }, 60_000);
