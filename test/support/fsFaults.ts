@@ -2,6 +2,8 @@
 // an immutable file or folder (chattr +i: root ignores chmod). Everything a test mounts or marks is
 // undone after it, whatever happened, and at the latest when the test process exits.
 import { spawn, spawnSync } from 'node:child_process';
+import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
 import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -189,3 +191,28 @@ const db = new Database(process.env.CRASH_DB);
 db.prepare("INSERT OR REPLACE INTO settings (key, value) VALUES ('crash_test', ?)").run(String(Date.now()));
 process.kill(process.pid, 'SIGKILL');
 `;
+
+/**
+ * Writes garbage over the root page of the run history (the `runs` table's b-tree) of the closed
+ * database `dbFile`, as a bad sector or a stray write would: the page is found from sqlite_schema
+ * and the page size, and SQLite reports SQLITE_CORRUPT whenever it reads it.
+ */
+export function damageRunHistory(dbFile: string): void {
+  const db = new Database(dbFile);
+  let offset: number;
+  let pageSize: number;
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const root = db.prepare("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'runs'").pluck().get() as number;
+    pageSize = db.pragma('page_size', { simple: true }) as number;
+    offset = (root - 1) * pageSize;
+  } finally {
+    db.close();
+  }
+  const fd = openSync(dbFile, 'r+');
+  try {
+    writeSync(fd, randomBytes(pageSize).fill(0xff, 0, 8), 0, pageSize, offset);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -347,7 +347,7 @@ export class RunLedger {
     try {
       return read();
     } catch (error) {
-      throw corruptionOf(error, this.#db.name, 'its run history (the runs table)') ?? error;
+      throw corruptionOf(error, this.#db.name, 'the run history') ?? error;
     }
   }
 
