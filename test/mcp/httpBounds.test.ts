@@ -54,30 +54,71 @@ async function stillServes(port: number): Promise<void> {
 }
 
 describe('HTTP server resource bounds', () => {
-  it(`connections: the default bound (${DEFAULT_HTTP_LIMITS.maxConnections}) holds; one more is answered 503 with Retry-After and closed`, async () => {
-    const server = await serve();
+  it(`connections: at the default bound (${DEFAULT_HTTP_LIMITS.maxConnections}) a new connection replaces the oldest that sent no request; the others stay usable`, async () => {
+    // Opening them all may take more than the short deadline under pressure (tested below) on a busy machine.
+    const server = await serve({ pressureHeadersTimeoutMs: 30_000 });
     const held: Array<Awaited<ReturnType<typeof socketTo>>> = [];
     try {
       for (let i = 0; i < DEFAULT_HTTP_LIMITS.maxConnections; i++) held.push(await socketTo(server.port));
       const extra = await socketTo(server.port);
-      await extra.closed;
-      expect(extra.received()).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
-      expect(extra.received()).toMatch(/\r\nRetry-After: 2\r\n/);
-      expect(extra.received()).toContain('connections are open');
-      // The held ones are still open and usable.
-      const first = held[0]!;
-      first.socket.write(rawPost(server.port, INIT_2025));
-      await until(() => first.received().includes('HTTP/1.1 200'), 'an answer on a held connection');
+      await held[0]!.closed;
+      expect(held[0]!.received()).toBe('');
+      extra.socket.write(rawPost(server.port, INIT_2025));
+      await until(() => extra.received().includes('HTTP/1.1 200'), 'an answer on the new connection');
+      // The rest are still open and usable.
+      const second = held[1]!;
+      second.socket.write(rawPost(server.port, INIT_2025));
+      await until(() => second.received().includes('HTTP/1.1 200'), 'an answer on a held connection');
+      extra.socket.destroy();
     } finally {
       for (const h of held) h.socket.destroy();
     }
-    // Once they are gone (the server sees them close), a fresh client is served.
+  });
+
+  it('connections: an idle keep-alive connection makes room when none is silent; when every connection has a request in progress one more is 503 with Retry-After and closed', async () => {
+    const server = await serve({ maxConnections: 3, maxStreams: 8 });
+    const listen = (id: number): Promise<Exchange> => open(server.port, { headers: modern('subscriptions/listen'), body: request2026(id, 'subscriptions/listen', { notifications: { toolsListChanged: true } }) });
+    const idle = await socketTo(server.port);
+    idle.socket.write(rawPost(server.port, INIT_2025));
+    await until(() => idle.received().includes('HTTP/1.1 200'), 'the answer on the keep-alive connection');
+    streams.push(await listen(1), await listen(2));
+    const third = await listen(3);
+    streams.push(third);
+    expect(third.status).toBe(200);
+    await idle.closed;
+    // All three connections are busy with a request: the next is refused.
+    const extra = await socketTo(server.port);
+    await extra.closed;
+    expect(extra.received()).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    expect(extra.received()).toMatch(/\r\nRetry-After: 2\r\n/);
+    expect(extra.received()).toContain('3 connections have requests in progress (the limit)');
+    // Once one ends, a fresh client is served.
+    third.abort();
     let status = 0;
     for (let i = 0; i < 50 && status !== 200; i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, 50));
       status = (await exchange(server.port, { headers: modern(), body: request2026(98, 'tools/list') })).status;
     }
     expect(status).toBe(200);
+  });
+
+  it('connections: under pressure (three quarters of the bound open) a new connection must send its headers within the short deadline', async () => {
+    const server = await serve({ maxConnections: 4, pressureHeadersTimeoutMs: 300 });
+    const calm = [await socketTo(server.port), await socketTo(server.port)];
+    const pressed = await socketTo(server.port);
+    const opened = Date.now();
+    await pressed.closed;
+    const after = Date.now() - opened;
+    expect(after).toBeLessThan(3000);
+    // The ones opened before the pressure keep the 10 s headers timeout.
+    for (const c of calm) expect(c.socket.destroyed).toBe(false);
+    // A client that sends its request in time is served under pressure too.
+    const prompt = await socketTo(server.port);
+    prompt.socket.write(rawPost(server.port, INIT_2025));
+    await until(() => prompt.received().includes('HTTP/1.1 200'), 'the prompt client answered');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(prompt.socket.destroyed).toBe(false);
+    for (const c of [...calm, prompt]) c.socket.destroy();
   });
 
   it('idle sockets: a connection that sends nothing, or only part of its headers, is closed after the headers timeout', async () => {

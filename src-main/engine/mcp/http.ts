@@ -262,7 +262,7 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   httpServer.headersTimeout = limits.headersTimeoutMs;
   httpServer.requestTimeout = limits.requestTimeoutMs;
   httpServer.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  const connections = capConnections(httpServer, limits.maxConnections);
+  const connections = capConnections(httpServer, limits.maxConnections, limits.pressureHeadersTimeoutMs);
   // With a listener Node no longer answers "Expect: 100-continue" by itself: the body is asked for
   // (writeContinue in readJsonBody) only after every check, so an oversized one gets 413 at once.
   httpServer.on('checkContinue', serve);

@@ -1,13 +1,18 @@
 // The resource bounds of the HTTP MCP server: every one of them refuses with a clear answer (503
 // and Retry-After) instead of letting a hostile or runaway client take the process down.
-import type { Server as HttpServer } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 export interface HttpLimits {
-  /** Open TCP connections; one more is answered 503 and closed. */
+  /**
+   * Open TCP connections. At the bound a new one replaces the oldest that has sent no complete
+   * request, or the longest-idle keep-alive one; only if all have requests in progress is it 503.
+   */
   maxConnections: number;
   /** Time for a client to send a request's headers (also a fresh connection that sends nothing). */
   headersTimeoutMs: number;
+  /** The same for a connection opened while three quarters of maxConnections are open. */
+  pressureHeadersTimeoutMs: number;
   /** Time for a client to send a whole request, headers and body. */
   requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this long. */
@@ -33,6 +38,7 @@ export interface HttpLimits {
 export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
   maxConnections: 256,
   headersTimeoutMs: 10_000,
+  pressureHeadersTimeoutMs: 1_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   maxSessions: 256,
@@ -117,31 +123,91 @@ export class CallGate {
 }
 
 /**
- * Caps a server's open connections: one over the bound is answered with a 503 (Retry-After) as
- * soon as it connects and closed, so the client learns why instead of seeing a reset.
+ * Caps a server's open connections without letting the cap itself lock clients out: at the bound, a
+ * new connection makes room by closing the oldest connection that has not sent a complete request
+ * (silent or slow-loris sockets) or else the longest-idle keep-alive one. Only when every connection
+ * has a request in progress is the new one answered 503 (Retry-After) and closed, so the client
+ * learns why instead of seeing a reset. Under pressure (three quarters of the bound open), a new
+ * connection must send its headers within `pressureHeadersMs`.
  * Returns the sockets refused this way, whose requests the server must then ignore.
  */
-export function capConnections(server: HttpServer, max: number): { refused: WeakSet<Socket> } {
-  let open = 0;
+export function capConnections(server: HttpServer, max: number, pressureHeadersMs: number): { refused: WeakSet<Socket> } {
+  interface Connection {
+    /** Requests whose headers arrived and whose response has not closed. */
+    inFlight: number;
+    /** It has sent at least one complete request head. */
+    spoke: boolean;
+    /** When its last response closed. */
+    idleSince: number;
+  }
+  // Insertion order is opening order: the first silent one found is the oldest.
+  const open = new Map<Socket, Connection>();
   const refused = new WeakSet<Socket>();
+  const pressureAt = Math.max(1, Math.floor((max * 3) / 4));
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: null,
-    error: { code: -32000, message: `Server busy: ${max} connections are open (the limit); retry after ${RETRY_AFTER_SECONDS} s` },
+    error: { code: -32000, message: `Server busy: ${max} connections have requests in progress (the limit); retry after ${RETRY_AFTER_SECONDS} s` },
   });
   const answer =
     `HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${RETRY_AFTER_SECONDS}\r\nContent-Type: application/json\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+
+  const makeRoom = (): boolean => {
+    let victim: Socket | undefined;
+    for (const [socket, c] of open) {
+      if (!c.spoke) {
+        victim = socket;
+        break;
+      }
+    }
+    if (victim === undefined) {
+      let idlest: Connection | undefined;
+      for (const [socket, c] of open) {
+        if (c.inFlight === 0 && (idlest === undefined || c.idleSince < idlest.idleSince)) {
+          idlest = c;
+          victim = socket;
+        }
+      }
+    }
+    if (victim === undefined) return false;
+    open.delete(victim);
+    victim.destroy();
+    return true;
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const c = open.get(req.socket);
+    if (c === undefined) return;
+    c.spoke = true;
+    c.inFlight++;
+    res.once('close', () => {
+      c.inFlight--;
+      c.idleSince = Date.now();
+    });
+  };
+  // Ahead of the server's own handlers, so a request is counted before it is served.
+  server.prependListener('request', onRequest);
+  server.prependListener('checkContinue', onRequest);
+
   server.on('connection', (socket: Socket) => {
-    if (open >= max) {
+    if (open.size >= max && !makeRoom()) {
       refused.add(socket);
       socket.end(answer);
       // A peer that never closes its side does not keep the socket.
       setTimeout(() => socket.destroy(), 1000).unref();
       return;
     }
-    open++;
-    socket.once('close', () => open--);
+    const c: Connection = { inFlight: 0, spoke: false, idleSince: Date.now() };
+    open.set(socket, c);
+    socket.once('close', () => {
+      if (open.get(socket) === c) open.delete(socket);
+    });
+    if (open.size >= pressureAt) {
+      setTimeout(() => {
+        if (!c.spoke && open.get(socket) === c) socket.destroy();
+      }, pressureHeadersMs).unref();
+    }
   });
   return { refused };
 }
