@@ -155,7 +155,7 @@ describe('new functions from curl commands of vendor docs', () => {
   }
 
   // The same command sent by the real curl and by the generated function to one stand-in vendor.
-  const COMPARED = ['stripe_create_customer.curl', 'stripe_list_charges.curl', 'github_list_issues.curl', 'deepl_translate.curl', 'openai_chat_completions.curl', 'anthropic_messages.curl', 'slack_conversations_history.curl', 'slack_post_message.curl', 'google_geocode.curl', 'github_star_repo.curl', 'replicate_predictions.curl', 'stripe_delete_customer.curl', 'mistral_chat.curl'];
+  const COMPARED = ['mailgun_send_message.curl', 'stripe_create_customer.curl', 'stripe_list_charges.curl', 'github_list_issues.curl', 'deepl_translate.curl', 'openai_chat_completions.curl', 'anthropic_messages.curl', 'slack_conversations_history.curl', 'slack_post_message.curl', 'google_geocode.curl', 'github_star_repo.curl', 'replicate_predictions.curl', 'stripe_delete_customer.curl', 'mistral_chat.curl'];
   for (const file of COMPARED) {
     it(`${file}: the function sends what curl sends (method, path, query, body, headers, the credential)`, async () => {
       const { byCurl, byFunction } = await sentByBoth(curlFixture(file), secretOf(file));
@@ -198,6 +198,19 @@ describe('new functions from curl commands of vendor docs', () => {
     const named = await engine.createFromRequest('named_part', { kind: 'curl', command: `curl -F 'page=hi there;filename=page.html' -F 'raw=x;filename=dump.bin' https://api.example.com/upload` });
     expect(named.record.source).toContain('multipart["page"] = { data: String((args["page"] ?? "hi there")), contentType: "text/html", filename: "page.html" };');
     expect(named.record.source).toContain('contentType: "application/octet-stream", filename: "dump.bin" };');
+  });
+
+  it('-F parts with their own type and file name: the function sends the parts curl sends (names, order, values, file names, content types)', async () => {
+    const command = `curl -F 'meta={"kind":"note"};type=application/json' -F 'note=hello there;filename=note.txt' -F 'tag=a' -F 'tag=b' -u "api:key-FAKEparts0123456789" https://api.example.com/upload`;
+    const { byCurl, byFunction } = await sentByBoth(command, Buffer.from('api:key-FAKEparts0123456789').toString('base64'));
+    expect(multipartParts(byCurl)).toEqual([
+      { name: 'meta', type: 'application/json', value: '{"kind":"note"}' },
+      { name: 'note', filename: 'note.txt', type: 'text/plain', value: 'hello there' },
+      { name: 'tag', value: 'a' },
+      { name: 'tag', value: 'b' },
+    ]);
+    expect(multipartParts(byFunction)).toEqual(multipartParts(byCurl));
+    expect(byFunction.headers.authorization).toBe(byCurl.headers.authorization);
   });
 
   it('github_create_issue.curl: curl -d sends the JSON as a form; the function sends it as JSON and says so', async () => {
