@@ -190,6 +190,16 @@ describe('when the stored secrets cannot be read', () => {
   });
 });
 
+describe('a data folder without credentials', () => {
+  // Its keychain is on a bus that does not exist: any read would fail with keychain_unavailable.
+  const bare = testEngine({ secrets: new KeychainSecretStore('Callable Studio Echo None', { env: { ...process.env, DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/bus' } }) });
+
+  it('gives responses without asking the keychain', async () => {
+    await defineFunction(bare, { name: 'lists_keys', allowedHosts: [`127.0.0.1:${port}`] }, `export default async (a, ctx) => (await ctx.fetch('http://127.0.0.1:${port}/keys')).json()`);
+    expect(await bare.run('lists_keys', {}, { caller: 'test' })).toMatchObject({ ok: true, value: { keys: listed } });
+  });
+});
+
 describe('redaction of a byte stream', () => {
   const redactor = new Redactor();
   redactor.add('vendor', SECRET);
