@@ -74,7 +74,7 @@ describe('a damaged page in the run history', () => {
       const result = (await client.callTool({ name: 'echo', arguments: { text: 'c' } })) as { isError?: boolean; content: Array<{ text?: string }> };
       expect(result.isError ?? false).toBe(false);
       expect(JSON.parse(result.content[0]!.text!)).toEqual({ echo: 'c' });
-      const held = new RegExp(`1 run\\(s\\) \\(echo\\) could not be recorded yet: ${file} is not a usable database \\([^)]+\\); ${restoreAdvice(dataDir, backup)}; they wait in memory`);
+      const held = new RegExp(`1 run\\(s\\) \\(echo\\) could not be recorded yet: ${file} is not a usable database \\(the run history is damaged: SQLITE_CORRUPT\\w*: [^)]+\\); ${restoreAdvice(dataDir, backup)}; they wait in memory`);
       await untilValue('the held run to be reported', () => stderr, (s) => held.test(s), 10_000);
     } finally {
       await client.close();

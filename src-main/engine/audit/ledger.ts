@@ -22,6 +22,8 @@ interface Row {
 }
 
 const MAX_ARGS_BYTES = 64 * 1024;
+/** The runs' part of the database, as damage found there is named. */
+const HISTORY = 'the run history';
 /** Each run's approval decision, when it had one (kept in its own table). */
 const WITH_APPROVAL = 'LEFT JOIN run_approvals a ON a.run_id = r.id';
 
@@ -218,7 +220,7 @@ export class RunLedger {
           for (const entry of batch) this.#write(entry);
           if (batch.some((entry) => entry.recording)) this.#pruneRecordings.run(RECORDINGS_KEPT);
         },
-        busyTimeoutMs === undefined ? {} : { busyTimeoutMs },
+        busyTimeoutMs === undefined ? { writing: HISTORY } : { busyTimeoutMs, writing: HISTORY },
       );
     } catch (error) {
       const failure = error instanceof StudioError ? error : new StudioError('internal', `writing runs to ${this.#db.name} failed: ${(error as Error).message}`);
@@ -347,7 +349,7 @@ export class RunLedger {
     try {
       return read();
     } catch (error) {
-      throw corruptionOf(error, this.#db.name, 'the run history') ?? error;
+      throw corruptionOf(error, this.#db.name, HISTORY) ?? error;
     }
   }
 

@@ -380,7 +380,7 @@ export function writeTransaction<T>(db: Db, fn: () => T, options: WriteOptions =
   try {
     return db.transaction(body).immediate();
   } catch (error) {
-    throw writeFailure(db, error, busyMs ?? BUSY_TIMEOUT_MS);
+    throw writeFailure(db, error, busyMs ?? BUSY_TIMEOUT_MS, options.writing);
   } finally {
     if (busyMs !== undefined) setBusyTimeout(db, BUSY_TIMEOUT_MS);
   }
@@ -404,15 +404,17 @@ export interface WriteOptions {
    * held for long; the busy timeout blocks the thread while it waits.
    */
   busyTimeoutMs?: number;
+  /** What is written, to name it when SQLite finds the pages it touches damaged. */
+  writing?: string;
 }
 
 /** The one StudioError a failed write becomes: busy, disk full, read-only; anything else (a bug) stays as it is. */
-function writeFailure(db: Db, error: unknown, waitedMs: number): unknown {
+function writeFailure(db: Db, error: unknown, waitedMs: number, writing?: string): unknown {
   if (error instanceof StudioError) return error;
   if (isBusy(error)) return busyError(db.name, waitedMs);
   if (isDiskFull(error, dirname(db.name))) return diskFullError(dirname(db.name));
   if (isReadOnly(error)) return readOnlyError(db.name, error);
-  const damaged = corruptionOf(error, db.name);
+  const damaged = corruptionOf(error, db.name, writing);
   if (damaged) return damaged;
   // A file made read-only under an open connection (chattr +i) is an I/O error to SQLite: find which,
   // with access(2), which opens no descriptor (closing one would drop this connection's locks).
