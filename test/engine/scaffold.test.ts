@@ -298,14 +298,14 @@ describe('a key sent in the query', () => {
     });
   }
 
-  it('a paging cursor, a commit hash, a search and an id stay arguments, whatever they look like', async () => {
+  it('a paging cursor, a commit hash, a search, an id and a flag stay arguments, whatever they look like', async () => {
     const engine = testEngine();
     const { record, scaffold } = await engine.createFromRequest('plain', {
       kind: 'curl',
-      command: 'curl "https://api.example.com/v1/items?cursor=dXNlcjpVMEc5V0ZYTlo%3D&sha=6dcb09b5b57875f334f61aebed695e2e4193db5e&q=TheQuickBrownFox2024&request_id=a1B2c3D4e5F6g7H8i9J0kLmN"',
+      command: 'curl "https://api.example.com/v1/items?cursor=dXNlcjpVMEc5V0ZYTlo%3D&sha=6dcb09b5b57875f334f61aebed695e2e4193db5e&q=TheQuickBrownFox2024&request_id=a1B2c3D4e5F6g7H8i9J0kLmN&auth=true"',
     });
     expect(scaffold.credential).toBeUndefined();
-    expect(Object.keys(propertiesOf(record))).toEqual(['cursor', 'sha', 'q', 'request_id']);
+    expect(Object.keys(propertiesOf(record))).toEqual(['cursor', 'sha', 'q', 'request_id', 'auth']);
   });
 
   it('a second secret-looking parameter is left out (not kept as a default), with a note', async () => {

@@ -108,7 +108,8 @@ const OPAQUE_NAMES = /(cursor|page|pagetoken|after|before|since|until|next|conti
  */
 export function secretReason(name: string, value: string): { reason: string; strength: number } | undefined {
   const bare = name.toLowerCase().replace(/[-_]/g, '');
-  if (KEY_NAMES.has(bare)) return { reason: 'it is a name vendors give API keys', strength: ACCOUNT_NAMES.has(bare) ? 1 : 2 };
+  // A flag or a count under such a name (auth=true, sig=1) is not a key.
+  if (KEY_NAMES.has(bare) && !/^(true|false|\d{0,5})$/i.test(value)) return { reason: 'it is a name vendors give API keys', strength: ACCOUNT_NAMES.has(bare) ? 1 : 2 };
   if (OPAQUE_NAMES.test(bare) || !looksRandom(value)) return undefined;
   return { reason: `its value looks like a key (${value.length} random characters)`, strength: 0 };
 }
