@@ -130,7 +130,8 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
         }).catch(redactedError)),
       ask: asker({ record, timeoutMs: limits.timeoutMs, schemas: deps.schemas, trace: (entry) => trace.push(entry), askers: { elicit: options.elicit, sample: options.sample } }),
     });
-    const metrics = { durationMs: outcome.durationMs, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
+    // durationMs is the whole run's, set once the result is ready.
+    const metrics = { durationMs: 0, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
     if (outcome.ok) {
       const outputProblem =
         record.outputSchema && outcome.content === undefined ? deps.schemas.check(record.outputSchema, outcome.value, `${name}'s outputSchema`, 'result') : undefined;
