@@ -93,3 +93,16 @@ describe('callable new --from-openapi: what the API assigns is not sent', () => 
     expect(spec.description).toContain('The shelter assigns its id and status; sending either is an error.');
   });
 });
+
+describe('callable new --from-curl: a file upload', () => {
+  it('-F file=@photo.png is one line saying what to do instead, exit 2, and nothing is created', async () => {
+    const data = tempDir();
+    const run = await cli(['new', 'upload', '--from-curl', 'curl -F caption=Sunset -F file=@photo.png https://api.example.com/v1/photos', '--data-dir', data]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      'callable new: the curl command uploads the file photo.png (-F file=@photo.png), which a function cannot read; leave that field out of the command, then add an argument holding the file\'s content as base64 and send it from the source as multipart: { "file": { data: bytes, filename: "photo.png" } }\n',
+    );
+    expect((await cli(['list', '--data-dir', data])).stdout).toContain('No functions yet');
+  });
+});
