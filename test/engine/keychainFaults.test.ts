@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { performance } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createEngine, KeychainSecretStore } from '../../src-main/engine/index.ts';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
@@ -185,6 +186,29 @@ describe('a keychain that does not answer', () => {
     expect(list.code).toBe(2);
     expect(list.stderr).toContain('CALLABLE_KEYCHAIN_TIMEOUT_MS must be a whole number of milliseconds from 100 to 600000, not "5s"');
   });
+});
+
+describe('a frozen keychain and many credentials', () => {
+  it('"credentials list" reads their secrets under one deadline: 12 return within about one read\'s time limit, each marked not checked', async () => {
+    const keyring = await privateKeyring();
+    onTestFinished(() => keyring.stop());
+    const env = { ...keyring.env, CALLABLE_KEYCHAIN_SERVICE: service, CALLABLE_KEYCHAIN_TIMEOUT_MS: '4000' };
+    const data = s.dir('callable-faults-');
+    const names = Array.from({ length: 12 }, (_, i) => `vendor${String(i).padStart(2, '0')}`);
+    for (const name of names) {
+      const set = await cli(['credentials', 'set', name, '--host', 'api.example.com', '--data-dir', data], { env, stdin: SECRET });
+      expect(set.code, set.stderr).toBe(0);
+    }
+    keyring.pause();
+    const started = performance.now();
+    const list = await cli(['credentials', 'list', '--data-dir', data], { env });
+    const took = performance.now() - started;
+    expect(list.code, list.stderr).toBe(0);
+    // Read one after another, each would wait for D-Bus to give up on it (about 2 s each: 24 s in all).
+    expect(took).toBeLessThan(4000 + 3000);
+    expect(list.stdout.trim().split('\n')).toEqual(names.map((name) => expect.stringMatching(new RegExp(`^${name}  api\\.example\\.com  .*\\(secret not checked\\)  granted to no function$`))));
+    expect(list.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^callable credentials: secrets not checked: the keychain is not answering/)]);
+  }, 120_000);
 });
 
 describe('a deleted secret and a missing keychain are told apart', () => {

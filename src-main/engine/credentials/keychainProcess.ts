@@ -101,6 +101,7 @@ export class KeychainProcess {
       this.#pending.set(id, pending);
       clearTimeout(this.#idleTimer);
       this.#ensureChild();
+      if (this.#ready) this.#arm(id, pending);
       this.#pump();
     });
   }
@@ -111,9 +112,18 @@ export class KeychainProcess {
   }
 
   /**
-   * Hands the helper the oldest waiting call once it is free. One at a time, so each call's time limit
-   * counts only its own wait on the keychain, not the calls queued before it.
+   * Starts a call's time limit, from when it was made (or the helper became ready): calls made
+   * together (a list of credentials) share one deadline, though the helper answers them one at a
+   * time. A call still queued at its deadline fails alone; the one the helper holds was wedged.
    */
+  #arm(id: number, pending: Pending): void {
+    pending.timer ??= setTimeout(() => {
+      if (this.#inflight === id) this.#end(notAnswering(this.#options.timeoutMs));
+      else this.#settle(id, notAnswering(this.#options.timeoutMs));
+    }, this.#options.timeoutMs);
+  }
+
+  /** Hands the helper the oldest waiting call once it is free (the keychain library is synchronous: one at a time). */
   #pump(): void {
     const child = this.#child;
     if (!child || !this.#ready || this.#inflight !== undefined) return;
@@ -121,7 +131,6 @@ export class KeychainProcess {
     if (next.done) return;
     const [id, pending] = next.value;
     this.#inflight = id;
-    pending.timer = setTimeout(() => this.#end(notAnswering(this.#options.timeoutMs)), this.#options.timeoutMs);
     child.stdin!.write(pending.line);
   }
 
@@ -168,6 +177,7 @@ export class KeychainProcess {
     if ('ready' in answer) {
       clearTimeout(this.#startTimer);
       this.#ready = true;
+      for (const [id, pending] of this.#pending) this.#arm(id, pending);
       this.#pump();
       return;
     }
