@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { REPO } from '../support/callable.ts';
 import { cli, withCallableOnPath, type CliRun } from '../support/cli.ts';
+import { everything } from '../support/files.ts';
 import { tempDir } from '../support/tmp.ts';
 import { vendorServer } from '../support/vendor.ts';
 
@@ -14,16 +15,6 @@ const HAR = join(REPO, 'test/fixtures/har/github_repos.har');
 
 function curlFixture(file: string): string {
   return readFileSync(join(CURL_DIR, file), 'utf8');
-}
-
-/** Every byte under a folder (the database, its WAL, exported files), as one string to grep. */
-function everything(dir: string): string {
-  let all = '';
-  for (const entry of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
-    const path = join(dir, entry);
-    if (statSync(path).isFile()) all += readFileSync(path).toString('latin1');
-  }
-  return all;
 }
 
 /** Runs a printed shell line as a user would paste it, `callable` on PATH being this checkout's command. */
@@ -70,7 +61,7 @@ describe('callable new NAME --from-curl', () => {
     for (const file of readdirSync(CURL_DIR).sort()) {
       const command = curlFixture(file);
       const basic = /-u "([^"]+)"/.exec(command)?.[1];
-      const literal = [...command.matchAll(/(ghp_FAKE\w+|sk_test_FAKE\w+|0c3ad6a5-fake[\w:-]+|sk-proj-FAKE\w+|sk-ant-api03-FAKE\w+|xoxb-[\w-]+|r8_FAKE\w+|AIzaFAKE\w+|mistral-FAKE\w+)/g)].map((m) => m[1]!);
+      const literal = [...command.matchAll(/(ghp_FAKE\w+|sk_test_FAKE\w+|0c3ad6a5-fake[\w:-]+|sk-proj-FAKE\w+|sk-ant-api03-FAKE\w+|xoxb-[\w-]+|r8_FAKE\w+|AIzaFAKE\w+|mistral-FAKE\w+|FAKEtwilio\w+|key-FAKE\w+)/g)].map((m) => m[1]!);
       secrets.set(file, [...literal, ...(basic ? [Buffer.from(basic).toString('base64')] : [])]);
     }
     let output = '';
