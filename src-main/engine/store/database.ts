@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { accessSync, closeSync, constants, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StudioError } from '../model/errors.ts';
 import { backupBeforeMigration, corruptDatabaseError, runIntegrityCheck } from './backup.ts';
@@ -249,9 +249,9 @@ function databaseFiles(file: string): Array<{ path: string; what: string; role: 
 }
 
 /**
- * The first of the database's files (itself, its -wal, its -shm) that cannot be written, as the one
- * line that names it and the fix. access(2) opens no descriptor: a plain open and close of any of
- * them would release every lock SQLite holds on it in this process.
+ * The first of what the engine writes (the database, its -wal, its -shm, the folder they are made in)
+ * that cannot be written, as the one line that names it and the fix. access(2) opens no descriptor:
+ * a plain open and close of any of the files would release every lock SQLite holds on it in this process.
  */
 function readOnlyFile(file: string): StudioError | undefined {
   for (const { path, what, role } of databaseFiles(file)) {
@@ -264,6 +264,19 @@ function readOnlyFile(file: string): StudioError | undefined {
         return new StudioError('bad_input', `${what} ${path} is read-only (${code}), and ${role}; make it writable (chmod u+w, chattr -i) or ${CHOOSE_ANOTHER}`, { path });
       }
       return new StudioError('bad_input', `cannot open ${what} ${path} (${code}); ${CHOOSE_ANOTHER}`, { path });
+    }
+  }
+  const folder = dirname(file);
+  try {
+    accessSync(folder, constants.W_OK);
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      return new StudioError(
+        'bad_input',
+        `cannot open ${file} for writing: the data folder ${folder} is read-only (${code}), and the database creates its -wal and -shm files there; make the folder writable (chattr -i, remount rw) or ${CHOOSE_ANOTHER}`,
+        { path: folder },
+      );
     }
   }
   return undefined;
@@ -299,29 +312,9 @@ function openFailure(error: unknown, dataDir: string, file: string): unknown {
   if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM') {
     const readOnly = readOnlyFile(file);
     if (readOnly) return readOnly;
-    const folder = folderNotWritable(dataDir);
-    if (folder !== undefined) {
-      return new StudioError(
-        'bad_input',
-        `cannot open ${file} for writing: the data folder ${dataDir} is read-only (${folder}), and the database creates its -wal and -shm files there; make the folder writable (chattr -i, remount rw) or ${CHOOSE_ANOTHER}`,
-      );
-    }
     return new StudioError('bad_input', `cannot open ${file} for writing (${reason}); make ${dataDir} and its files writable, or ${CHOOSE_ANOTHER}`);
   }
   return new StudioError('bad_input', `cannot open the database ${file} (${reason})`);
-}
-
-/** Why nothing can be created in `dir` (EROFS, EPERM…), or undefined when a file can be. */
-function folderNotWritable(dir: string): string | undefined {
-  const probe = join(dir, `.callable-write-probe-${process.pid}`);
-  try {
-    closeSync(openSync(probe, 'wx'));
-    unlinkSync(probe);
-    return undefined;
-  } catch (error) {
-    const code = errnoOf(error);
-    return code === 'EROFS' || code === 'EPERM' || code === 'EACCES' ? code : undefined;
-  }
 }
 
 /** The schema each open connection was migrated to; every write checks it still holds (see writeTransaction). */
