@@ -570,11 +570,13 @@ describe('new functions from a HAR entry', () => {
 
   it('a response holding a stored secret is not saved as a case: the function is made and the note says why', async () => {
     const engine = testEngine();
-    await engine.credentials.set({ name: 'leaky', hosts: ['api.github.com'], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, 'octocat/Spoon-Knife');
+    // The function's own credential (reused: same name, same host) holds a value its response shows.
+    await engine.credentials.set({ name: 'github', hosts: ['api.github.com'], placement: { kind: 'header', header: 'Authorization', template: 'token {secret}' } }, 'octocat/Spoon-Knife');
     const { record, scaffold, testCase } = await engine.createFromRequest('leaky_repos', { kind: 'har', text: readFileSync(HAR, 'utf8'), file: 'github_repos.har', entry: 2 });
     expect(record.name).toBe('leaky_repos');
+    expect(record.credentials).toEqual(['github']);
     expect(testCase).toBeUndefined();
-    expect(scaffold.notes.find((n) => n.startsWith("the entry's response was not saved as a test case: "))).toMatch(/leaky/);
+    expect(scaffold.notes.find((n) => n.startsWith("the entry's response was not saved as a test case: "))).toMatch(/github/);
     expect(engine.tests.list('leaky_repos')).toEqual([]);
   });
 
