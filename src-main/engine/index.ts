@@ -149,7 +149,8 @@ export class Engine {
       functions: this.functions,
       recordings: this.#recordings,
       run: (name, args, options) => this.run(name, args, options),
-      storedSecrets: async () => (await this.credentials.storedSecrets()).map(({ name, secret }) => ({ label: `credential "${name}"`, secret })),
+      storedSecrets: async () => (await this.credentials.storedSecrets()).map(({ name, secret }) => ({ name, label: `credential "${name}"`, secret })),
+      notice: (message) => this.#report({ level: 'warning', message }),
     });
     this.prompts = new PromptDesk(this.#db);
     this.#approvals = new Approvals(this.prompts, this.runs);
@@ -254,7 +255,7 @@ export class Engine {
     const inputs = await readImportableFunctions(dir, async (input, sourcePath) => {
       const spec = parseSpec(input.spec);
       const problems: string[] = [];
-      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name, sourcePath), () => this.tests.checkCases(input.tests ?? [])]) {
+      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name, sourcePath), () => this.tests.checkCases(spec.name, input.tests ?? [])]) {
         try {
           await check();
         } catch (error) {

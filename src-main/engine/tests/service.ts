@@ -5,6 +5,7 @@ import {
   MAX_TEST_CASES,
   StudioError,
   TEST_CASE_VERSION,
+  type ErrorCode,
   TestCaseNameSchema,
   type RunResult,
   type TestCase,
@@ -24,8 +25,9 @@ import { decodeBody, expectOf } from './recorder.ts';
 import type { RecordingStore } from './recordings.ts';
 import { mismatchDifferences, Replayer } from './replay.ts';
 
-/** A secret the store holds, and how a refusal names it. */
+/** A secret the store holds: its credential's name, and how a refusal names it. */
 export interface StoredSecret {
+  name: string;
   label: string;
   secret: string;
 }
@@ -37,6 +39,8 @@ export interface TestServiceDeps {
   run: (name: string, args: unknown, options: RunOptions) => Promise<RunResult>;
   /** Every stored credential secret (the keychain, or CALLABLE_SECRET_* in env mode); throws when they cannot be read. */
   storedSecrets: () => Promise<StoredSecret[]>;
+  /** Hears what an import could not check (a secret it could not read); the import goes on. */
+  notice?: (message: string) => void;
 }
 
 export interface SaveCaseOptions {
@@ -80,10 +84,17 @@ export class TestService {
    * it (a hit refuses the save naming the credential). Refuses an existing name unless `replace`.
    */
   async save(functionName: string, input: TestCaseInput, options: SaveCaseOptions = {}): Promise<TestCase> {
-    const id = this.#functionId(functionName);
+    this.#functionId(functionName);
     const testCase = parseTestCase(input, `test case of ${functionName}`);
     this.#refuseTruncated(testCase);
-    await this.#refuseSecrets(testCase);
+    // A secret that is not set cannot be in the case; one that cannot be read might be.
+    const unchecked = await this.#refuseSecrets(testCase);
+    if (unchecked?.failed) throw new StudioError(unchecked.failed, `test case "${testCase.name}" was not saved: ${unchecked.message}`);
+    return this.#store(functionName, testCase, options);
+  }
+
+  #store(functionName: string, testCase: TestCase, options: SaveCaseOptions): TestCase {
+    const id = this.#functionId(functionName);
     const existing = this.#deps.db.prepare('SELECT 1 FROM test_cases WHERE function_id = ? AND name = ?').get(id, testCase.name);
     if (existing && !options.replace) {
       throw new StudioError('conflict', `${functionName} already has a test case named "${testCase.name}"; pick another name, or delete or rename that one first`);
@@ -108,17 +119,28 @@ export class TestService {
     }
   }
 
-  /** Checks cases before an import writes anything: none truncated, none holding a stored secret. */
-  async checkCases(cases: readonly TestCase[]): Promise<void> {
+  /**
+   * Checks the cases of a function being imported before anything is written: none truncated, none
+   * holding a stored secret. The files are already the user's, so a secret that cannot be read (no
+   * keychain, not in the environment) does not stop the import: the cases are checked against the
+   * secrets that could be read, and `notice` says which were not.
+   */
+  async checkCases(functionName: string, cases: readonly TestCase[]): Promise<void> {
+    const unchecked = new Map<string, string>();
     for (const c of cases) {
       this.#refuseTruncated(c);
-      await this.#refuseSecrets(c);
+      const missed = await this.#refuseSecrets(c);
+      if (missed) unchecked.set(c.name, missed.message);
+    }
+    if (unchecked.size > 0) {
+      const names = [...unchecked.keys()].map((n) => `"${n}"`).join(', ');
+      this.#deps.notice?.(`${functionName}: test case${unchecked.size === 1 ? '' : 's'} ${names} imported, checked only against the secrets that could be read: ${[...new Set(unchecked.values())].join('; ')}`);
     }
   }
 
-  /** Saves the cases read from a function's folder (import): each replaces a case of the same name. */
+  /** Saves the cases read from a function's folder (import), checked by `checkCases`: each replaces a case of the same name. */
   async importCases(functionName: string, cases: readonly TestCase[]): Promise<void> {
-    for (const c of cases) await this.save(functionName, c, { replace: true });
+    for (const c of cases) this.#store(functionName, parseTestCase(c, `test case of ${functionName}`), { replace: true });
   }
 
   delete(functionName: string, caseName: string): void {
@@ -238,16 +260,20 @@ export class TestService {
     }
   }
 
-  async #refuseSecrets(testCase: TestCase): Promise<void> {
-    // No credential, nothing stored to look for: saving needs no keychain.
-    const anyCredential = this.#deps.db.prepare('SELECT 1 FROM credentials LIMIT 1').get();
-    if (!anyCredential) return;
-    let secrets: StoredSecret[];
+  /**
+   * Refuses a case holding a stored secret. Returns what could not be checked: the secrets that
+   * could not be read (`failed`: the store's error) or are not set here, and why.
+   */
+  async #refuseSecrets(testCase: TestCase): Promise<{ failed?: ErrorCode; message: string } | undefined> {
+    // No credential, nothing stored to look for: no keychain is needed.
+    const wanted = (this.#deps.db.prepare('SELECT name FROM credentials ORDER BY name').all() as Array<{ name: string }>).map((r) => r.name);
+    if (wanted.length === 0) return undefined;
+    let secrets: StoredSecret[] = [];
+    let problem: { code: ErrorCode; message: string } | undefined;
     try {
       secrets = await this.#deps.storedSecrets();
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      throw new StudioError(error instanceof StudioError ? error.code : 'internal', `test case "${testCase.name}" was not saved: the stored secrets could not be read to check it holds none (${message})`);
+      problem = { code: error instanceof StudioError ? error.code : 'internal', message: error instanceof Error ? error.message : String(error) };
     }
     const hit = findSecret(testCase, secrets);
     if (hit) {
@@ -257,6 +283,10 @@ export class TestService {
         { credential: hit.label },
       );
     }
+    const unread = wanted.filter((c) => !secrets.some((s) => s.name === c));
+    if (unread.length === 0) return undefined;
+    const which = `the secret of credential${unread.length === 1 ? '' : 's'} ${unread.map((c) => `"${c}"`).join(', ')}`;
+    return problem ? { failed: problem.code, message: `${which} could not be read (${problem.message})` } : { message: `${which} could not be read here (none is set)` };
   }
 
   #functionId(name: string): number {
