@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine } from '../../src-main/engine/index.ts';
+import { createEngine, type Engine } from '../../src-main/engine/index.ts';
 import { defineFunction } from '../support/engine.ts';
 import { connect, type TestClient } from '../support/mcpClients.ts';
 import { vendorServer, type SeenRequest } from '../support/vendor.ts';
@@ -10,19 +10,21 @@ import { freePort, startDeployServe, type DeployServe } from './support.ts';
 
 /**
  * Request bodies through a deployed gateway on the real npm workerd: what ctx.fetch sends with
- * json, body, form and multipart, as the bytes a loopback vendor receives.
+ * json, body, form and multipart, as the bytes a loopback vendor receives, and the same as the
+ * local sandbox sends for the same function.
  */
 let dataDir: string;
 let vendor: Awaited<ReturnType<typeof vendorServer>>;
 let served: DeployServe;
 let client: TestClient;
+let engine: Engine;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'callable-deploy-bodies-'));
   vendor = await vendorServer((_req, res) => res.end('received'));
   const here = `127.0.0.1:${vendor.port}`;
-  const engine = createEngine({ dataDir });
-  try {
+  engine = createEngine({ dataDir });
+  {
     await defineFunction(
       engine,
       {
@@ -39,8 +41,6 @@ beforeAll(async () => {
         return res.status + ' ' + (await res.text());
       }`,
     );
-  } finally {
-    engine.close();
   }
   served = await startDeployServe(dataDir, ['--port', String(await freePort())]);
   client = await connect('2026-07-28', { transport: 'http', url: served.url, token: served.token });
@@ -49,10 +49,28 @@ beforeAll(async () => {
 afterAll(async () => {
   await client?.close().catch(() => {});
   await served?.stop();
+  engine?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Calls `send` and returns what the vendor received for it. */
+/** A multipart body's parts, without its boundary (each side picks its own). */
+function partsOf(seen: SeenRequest): string[] | undefined {
+  const boundary = /^multipart\/form-data; boundary="?([^";]+)"?$/.exec(String(seen.headers['content-type']))?.[1];
+  if (boundary === undefined) return undefined;
+  expect(seen.body.endsWith(`--${boundary}--\r\n`) || seen.body.endsWith(`--${boundary}--`)).toBe(true);
+  return seen.body
+    .split(`--${boundary}`)
+    .slice(1, -1)
+    .map((p) => p.replace(/^\r\n/, '').replace(/\r\n$/, ''));
+}
+
+/** What a vendor can tell apart: method, content type (but the boundary), and the body. */
+function shapeOf(seen: SeenRequest): Record<string, unknown> {
+  const parts = partsOf(seen);
+  return { method: seen.method, contentType: parts ? 'multipart/form-data' : seen.headers['content-type'], body: parts ?? seen.body };
+}
+
+/** Calls `send` through the deployed gateway and returns what the vendor received; the local sandbox must send the same. */
 async function sent(args: Record<string, unknown>): Promise<SeenRequest> {
   const before = vendor.seen.length;
   const result = await client.callTool('send', args);
@@ -62,6 +80,9 @@ async function sent(args: Record<string, unknown>): Promise<SeenRequest> {
   const seen = vendor.seen.at(-1)!;
   // The host frames the body: its length is the one the vendor counted.
   expect(Number(seen.headers['content-length'])).toBe(Buffer.byteLength(seen.body));
+  const local = await engine.run('send', args, { caller: 'test' });
+  expect(local, JSON.stringify(local)).toMatchObject({ ok: true, value: '200 received' });
+  expect(shapeOf(vendor.seen.at(-1)!)).toEqual(shapeOf(seen));
   return seen;
 }
 
@@ -79,10 +100,10 @@ describe('ctx.fetch with a body, deployed on workerd', () => {
   });
 
   it('PATCHes a form, urlencoded, a list giving the name once per value', async () => {
-    const seen = await sent({ method: 'PATCH', options: { form: { q: 'a b&c', tag: ['x', 'y'] } } });
+    const seen = await sent({ method: 'PATCH', options: { form: { q: 'a b&c', tag: ['x', 'y'], n: 3, yes: true } } });
     expect(seen.method).toBe('PATCH');
-    expect(seen.headers['content-type']).toBe('application/x-www-form-urlencoded;charset=UTF-8');
-    expect(seen.body).toBe('q=a+b%26c&tag=x&tag=y');
+    expect(seen.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(seen.body).toBe('q=a+b%26c&tag=x&tag=y&n=3&yes=true');
   });
 
   it('POSTs multipart: text fields and a file part with its name and type', async () => {
@@ -90,17 +111,13 @@ describe('ctx.fetch with a body, deployed on workerd', () => {
       const seen = await sent({
         method: 'POST',
         bytes,
-        options: { multipart: { note: ['first', 'second'], file: { data: 'file contents', filename: 'a.txt', contentType: 'text/plain' } } },
+        options: { multipart: { note: ['first', 'two\nlines'], file: { data: 'file contents', filename: 'a.txt', contentType: 'text/plain' } } },
       });
-      const boundary = /^multipart\/form-data; boundary="?([^";]+)"?$/.exec(String(seen.headers['content-type']))?.[1];
-      expect(boundary, String(seen.headers['content-type'])).toBeDefined();
-      const parts = seen.body.split(`--${boundary}`).slice(1, -1).map((p) => p.replace(/^\r\n/, '').replace(/\r\n$/, ''));
-      expect(parts).toEqual([
+      expect(partsOf(seen)).toEqual([
         'Content-Disposition: form-data; name="note"\r\n\r\nfirst',
-        'Content-Disposition: form-data; name="note"\r\n\r\nsecond',
+        'Content-Disposition: form-data; name="note"\r\n\r\ntwo\r\nlines',
         'Content-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nfile contents',
       ]);
-      expect(seen.body.endsWith(`--${boundary}--\r\n`) || seen.body.endsWith(`--${boundary}--`)).toBe(true);
     }
   });
 

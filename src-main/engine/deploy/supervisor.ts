@@ -17,6 +17,8 @@ import { describeToolFailure, timeoutMessage, toolErrorResult } from '../model/t
 const GRACE_MS = 1000;
 /** How long a health check waits for a stuck workerd. */
 const PROBE_MS = 500;
+/** The largest request the proxy holds (it reads a request whole to see which function it calls). */
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 export interface SupervisorOptions {
   config: string;
@@ -133,8 +135,16 @@ export class WorkerdSupervisor {
 
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => void this.#forward(req, Buffer.concat(chunks), res));
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.byteLength;
+      if (size <= MAX_BODY_BYTES) chunks.push(c);
+    });
+    req.on('end', () => {
+      if (size <= MAX_BODY_BYTES) return void this.#forward(req, Buffer.concat(chunks), res);
+      res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: `Request body too large (limit ${MAX_BODY_BYTES} bytes)` } }));
+    });
   }
 
   async #forward(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void> {
@@ -146,12 +156,9 @@ export class WorkerdSupervisor {
       if (message.name !== undefined && timeoutMs !== undefined) flight.call = { name: message.name, timeoutMs };
     }
     await this.#ready;
+    if (res.destroyed) return;
     const running = this.#current!;
     this.#flights.add(flight);
-    res.once('close', () => {
-      this.#flights.delete(flight);
-      clearTimeout(flight.timer);
-    });
     const upstream = httpRequest({ host: '127.0.0.1', port: running.port, method: req.method, path: req.url, headers: req.headers, agent: false }, (up) => {
       if (flight.settled) {
         up.resume();
@@ -165,6 +172,12 @@ export class WorkerdSupervisor {
     upstream.once('error', () => {
       // workerd went away under this request: replaced (this call is answered already) or stopped.
       if (!flight.settled) this.#answer(flight, undefined, 'workerd stopped while it ran; call again');
+    });
+    res.once('close', () => {
+      this.#flights.delete(flight);
+      clearTimeout(flight.timer);
+      // The client went away (a cancelled call): so does the request to workerd.
+      if (!res.writableFinished) upstream.destroy();
     });
     upstream.end(body);
     if (flight.call) flight.timer = setTimeout(() => void this.#overdue(flight, running), flight.call.timeoutMs + GRACE_MS);

@@ -62,29 +62,51 @@ class EgressError extends Error {
 const FRAMING = new Set(['content-length', 'transfer-encoding']);
 const BODY_OPTIONS = ['json', 'body', 'form', 'multipart'];
 
-/** ctx.fetch's `form`: {name: string | string[]} as application/x-www-form-urlencoded. */
-function formBody(form) {
-  if (form === null || typeof form !== 'object') throw new TypeError('ctx.fetch: form must be an object of name: value (or [values])');
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(form)) for (const v of Array.isArray(value) ? value : [value]) params.append(name, String(v));
-  return params;
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+const kindOf = (v) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+const isField = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+
+/** Calls visit(name, value, label) for each field of `fields` (an array value is the field repeated, in order), as the local sandbox does. */
+function eachField(fields, what, visit) {
+  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+    throw new TypeError(`ctx.fetch: ${what} must be an object of name: value (or [values]), not ${kindOf(fields)}`);
+  }
+  for (const [name, value] of Object.entries(fields)) {
+    if (!Array.isArray(value)) visit(name, value, name);
+    else value.forEach((v, i) => visit(name, v, `${name}[${i}]`));
+  }
 }
 
-/** ctx.fetch's `multipart`: {name: Part | Part[]}, Part = string | {data, filename?, contentType?}, as multipart/form-data. */
+/** ctx.fetch's `form`: urlencoded with the Workers' own URLSearchParams. */
+function formBody(form) {
+  const params = new URLSearchParams();
+  eachField(form, 'form', (name, value, label) => {
+    if (!isField(value)) throw new TypeError(`ctx.fetch: form field "${label}" must be a string, number or boolean (or an array of them), not ${kindOf(value)}`);
+    params.append(name, String(value));
+  });
+  return params.toString();
+}
+
+/** ctx.fetch's `multipart`: multipart/form-data with the Workers' own FormData (which sets the boundary). */
 function multipartBody(multipart) {
-  if (multipart === null || typeof multipart !== 'object') throw new TypeError('ctx.fetch: multipart must be an object of name: part (or [parts])');
   const data = new FormData();
-  for (const [name, value] of Object.entries(multipart)) {
-    for (const part of Array.isArray(value) ? value : [value]) {
-      if (typeof part === 'string') data.append(name, part);
-      else if (part !== null && typeof part === 'object' && part.data !== undefined) {
-        const bytes = typeof part.data === 'string' || part.data instanceof Uint8Array || part.data instanceof ArrayBuffer ? part.data : undefined;
-        if (bytes === undefined) throw new TypeError(`ctx.fetch: multipart part "${name}": data must be text or bytes`);
-        const blob = new Blob([bytes], { type: part.contentType === undefined ? 'application/octet-stream' : String(part.contentType) });
-        data.append(name, blob, part.filename === undefined ? 'blob' : String(part.filename));
-      } else throw new TypeError(`ctx.fetch: multipart part "${name}" must be text or { data, filename?, contentType? }`);
+  eachField(multipart, 'multipart', (name, value, label) => {
+    // Text values with CRLF line breaks, as the local sandbox (and Node's FormData) sends them.
+    if (isField(value)) return data.append(name, String(value).replace(/\r?\n|\r/g, '\r\n'));
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      throw new TypeError(`ctx.fetch: multipart part "${label}" must be a string, number, boolean or { data, filename?, contentType? }, not ${kindOf(value)}`);
     }
-  }
+    const { data: bytes, filename, contentType } = value;
+    if (!(typeof bytes === 'string' || ArrayBuffer.isView(bytes) || bytes instanceof ArrayBuffer)) {
+      throw new TypeError(`ctx.fetch: multipart part "${label}" needs data: a string, Uint8Array or ArrayBuffer, not ${kindOf(bytes)}`);
+    }
+    if (filename !== undefined && typeof filename !== 'string') throw new TypeError(`ctx.fetch: multipart part "${label}": filename must be a string, not ${kindOf(filename)}`);
+    if (contentType !== undefined && (typeof contentType !== 'string' || /[\r\n]/.test(contentType))) {
+      throw new TypeError(`ctx.fetch: multipart part "${label}": contentType must be a one-line string such as "image/png"`);
+    }
+    // FormData names a file part without a filename "blob".
+    data.append(name, new Blob([bytes], { type: contentType || 'application/octet-stream' }), filename);
+  });
   return data;
 }
 
@@ -94,12 +116,16 @@ async function ctxFetch(input, init) {
   const given = BODY_OPTIONS.filter((k) => options[k] !== undefined && (k === 'json' || options[k] !== null));
   if (given.length > 1) throw new TypeError(`ctx.fetch: give one of json, body, form or multipart, not ${given.join(' and ')}`);
   let body;
-  if (options.json !== undefined) {
+  if (given[0] === 'json') {
     body = JSON.stringify(options.json);
     if (!headers.has('content-type')) headers.set('content-type', 'application/json');
-  } else if (given[0] === 'form') body = formBody(options.form);
-  else if (given[0] === 'multipart') body = multipartBody(options.multipart);
-  else if (given[0] === 'body') body = options.body;
+  } else if (given[0] === 'form' || (given[0] === 'body' && options.body instanceof URLSearchParams)) {
+    body = given[0] === 'form' ? formBody(options.form) : options.body.toString();
+    if (!headers.has('content-type')) headers.set('content-type', FORM_TYPE);
+  } else if (given[0] === 'multipart') {
+    if (headers.has('content-type')) throw new TypeError('ctx.fetch: multipart sets its own content-type (with the boundary); remove the content-type header');
+    body = multipartBody(options.multipart);
+  } else if (given[0] === 'body') body = options.body;
   const method = options.method === undefined ? (body !== undefined ? 'POST' : 'GET') : String(options.method);
   for (const name of headers.keys()) {
     if (FRAMING.has(name)) {
