@@ -1,4 +1,5 @@
 import { StudioError } from '../engine/index.ts';
+import type { RunningHttpServer } from '../engine/mcp/http.ts';
 import { parseAllowedOrigins } from '../engine/mcp/httpOrigin.ts';
 import { serveMcpStdio } from '../engine/mcp/stdio.ts';
 import { aborted, EXIT_OK, parse, signalExitCode, UsageError, type Command } from './common.ts';
@@ -38,6 +39,10 @@ const serve: Command = {
     const allowed = parseAllowedOrigins(values['allow-origin'] ?? []);
     if ('error' in allowed) throw new UsageError(`--allow-origin: ${allowed.error}`);
     const host = values.host ?? '127.0.0.1';
+    // Registered before the command's first await, so before the CLI's own stop handler: new requests
+    // are refused and waiting calls answered before the engine stops the running ones.
+    let running: RunningHttpServer | undefined;
+    ctx.interrupted.addEventListener('abort', () => running?.shutdown(), { once: true });
     const engine = ctx.engine();
     const token = values['no-auth'] ? undefined : await engine.mcpToken();
     // The HTTP stack loads only for `serve`.
@@ -52,6 +57,7 @@ const serve: Command = {
     }).catch((error: unknown) => {
       throw listenFailure(error, host, port);
     });
+    running = server;
     const auth = token
       ? 'clients send "Authorization: Bearer <token>"; print the token with: callable token'
       : 'no auth: any local program may call your functions';

@@ -10,7 +10,7 @@ import { CallGate, capConnections, DEFAULT_HTTP_LIMITS, RETRY_AFTER_SECONDS, typ
 import { originAllowed, sameHostOrigins } from './httpOrigin.ts';
 import { cancelledIdOf, requestsOf, TrackedTransport, type RequestId } from './httpSession.ts';
 import type { McpEnginePort as Engine } from './port.ts';
-import { ToolServer } from './server.ts';
+import { SHUTTING_DOWN, ToolServer } from './server.ts';
 
 export interface HttpOptions {
   host: string;
@@ -38,6 +38,13 @@ export interface RunningHttpServer {
   port: number;
   /** What the replay logs of the open sessions hold, over all of them. */
   replayHeld(): { sessions: number; events: number; bytes: number };
+  /**
+   * Starts stopping, at once: new requests are refused and calls waiting for a slot are answered
+   * with a JSON-RPC error saying the server is shutting down. Calls running go on until the engine
+   * stops their runs (engine.interrupt), which answers them the same way.
+   */
+  shutdown(): void;
+  /** Shuts down, waits (briefly) for the calls in flight to be answered, then closes everything. */
   close(): Promise<void>;
 }
 
@@ -103,6 +110,10 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     listening: boolean;
   }
   const sessions = new Map<string, Session>();
+  /** Set once the server is stopping; aborts the waits for a call slot. */
+  const stopping = new AbortController();
+  /** The responses of 2026-era tool calls still running (2025-era ones are tracked by their session). */
+  const modernCalls = new Map<ServerResponse, RequestId[]>();
 
   // The sandbox processes start beside the server, so the first call does not wait for them.
   engine.prewarm([]);
@@ -150,9 +161,12 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     res.once('close', onClose);
-    const slot = await calls.enter(weight, gone.signal);
+    const slot = await calls.enter(weight, AbortSignal.any([gone.signal, stopping.signal]));
     res.off('close', onClose);
-    if (slot === 'gone') return null;
+    if (slot === 'gone') {
+      if (stopping.signal.aborted && !res.headersSent) answerShutdown(res, requests.map((r) => r.id));
+      return null;
+    }
     if (slot === 'busy') {
       const { running, queued } = calls.limits;
       busy(res, requests.length === 1 ? requests[0]!.id : null, `${running} tool calls are running and ${queued} waiting (the limit)`);
@@ -249,6 +263,11 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
     // A connection over the bound was answered 503 when it opened; it gets nothing more.
     if (connections.refused.has(req.socket)) return;
+    if (stopping.signal.aborted) {
+      res.shouldKeepAlive = false;
+      sendJsonRpcError(res, 503, -32000, 'Service Unavailable: the server is shutting down');
+      return;
+    }
     handle(req, res).catch((error: unknown) => {
       onerror(error instanceof Error ? error : new Error(String(error)));
       if (!res.headersSent) sendJsonRpcError(res, 500, -32603, 'Internal error');
@@ -339,8 +358,20 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     // A stateless call holds its slot until its response closes; a client that goes away cancels it.
     const slot = await callSlot(res, requests);
     if (slot === null) return;
-    if (slot) res.once('close', () => slot.release());
+    if (slot) {
+      modernCalls.set(res, requests.map((r) => r.id));
+      res.once('close', () => {
+        modernCalls.delete(res);
+        slot.release();
+      });
+    }
     await endpoint.node(req, res, body);
+  };
+
+  const shutdown = (): void => {
+    if (stopping.signal.aborted) return;
+    stopping.abort();
+    httpServer.close();
   };
 
   await new Promise<void>((resolve, reject) => {
@@ -366,7 +397,15 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
       }
       return { sessions: sessions.size, events, bytes };
     },
+    shutdown,
     async close() {
+      shutdown();
+      // Running calls are answered as the engine stops their runs; a straggler is answered here.
+      const deadline = Date.now() + SHUTDOWN_GRACE_MS;
+      const inFlight = (): number => modernCalls.size + [...sessions.values()].reduce((n, s) => n + s.transport.inflightCount, 0);
+      while (inFlight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (const s of sessions.values()) await s.transport.answerAll(SHUTTING_DOWN).catch(() => {});
+      for (const [res, ids] of modernCalls) answerShutdown(res, ids);
       stopWatching();
       clearInterval(sweeper);
       for (const s of sessions.values()) await s.transport.close().catch(() => {});
@@ -375,6 +414,29 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },
   };
+}
+
+/** How long closing waits for running calls to be answered by their functions' ends. */
+const SHUTDOWN_GRACE_MS = 500;
+
+/**
+ * Answers the requests `ids` of a response with the shutting-down error: as a JSON body when nothing
+ * was sent yet (HTTP 200, so the client reads the JSON-RPC error rather than a transport failure),
+ * as a last event on an SSE stream otherwise; then ends it.
+ */
+function answerShutdown(res: ServerResponse, ids: RequestId[]): void {
+  if (res.writableEnded || res.destroyed) return;
+  const errors = ids.map((id) => ({ jsonrpc: '2.0', id, error: { code: -32603, message: SHUTTING_DOWN } }));
+  if (!res.headersSent) {
+    res.shouldKeepAlive = false;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(errors.length === 1 ? errors[0] : errors));
+    return;
+  }
+  if (/text\/event-stream/.test(String(res.getHeader('content-type') ?? ''))) {
+    res.end(errors.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join(''));
+    return;
+  }
+  res.end();
 }
 
 /** The protocolVersion an initialize request (single or first of a batch) asks for. */

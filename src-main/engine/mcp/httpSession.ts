@@ -42,6 +42,8 @@ interface Exchange {
  */
 export class TrackedTransport extends NodeStreamableHTTPServerTransport {
   readonly #inflight = new Map<RequestId, Exchange>();
+  /** Requests answered by answerAll: their own late response has no stream left and is dropped. */
+  readonly #answered = new Set<RequestId>();
 
   /**
    * Resumability follows the version the session negotiated at initialize, not each request's
@@ -97,8 +99,17 @@ export class TrackedTransport extends NodeStreamableHTTPServerTransport {
     }
   }
 
+  /** Answers every request still in flight with a JSON-RPC error saying `message` (the server is stopping). */
+  async answerAll(message: string): Promise<void> {
+    for (const id of [...this.#inflight.keys()]) {
+      await this.send({ jsonrpc: '2.0', id, error: { code: -32603, message } }).catch(() => {});
+      this.#answered.add(id);
+    }
+  }
+
   override async send(message: JSONRPCMessage, options?: Parameters<NodeStreamableHTTPServerTransport['send']>[1]): Promise<void> {
     const response = !('method' in message) && 'id' in message && (typeof message.id === 'string' || typeof message.id === 'number');
+    if (response && this.#answered.has(message.id as RequestId)) return;
     try {
       await super.send(message, options);
     } finally {

@@ -6,6 +6,9 @@ import { describeToolFailure, toolErrorResult } from '../model/toolResults.ts';
 
 export const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
 
+/** The JSON-RPC error a call in flight gets when the server is stopped (Ctrl-C, SIGTERM). */
+export const SHUTTING_DOWN = 'the server is shutting down (it was stopped); this call was interrupted and recorded as such: call again once it is back';
+
 /** How long a result waits behind a progress notice sent just before it. */
 const PROGRESS_GAP_MS = 20;
 const FIND_TOOL = 'find_functions';
@@ -272,6 +275,8 @@ export class ToolServer {
       this.#options.diagnostic?.(`tools/call ${fn.name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       return errorResult(`${fn.name} failed inside Callable Studio (an internal error, logged on the server).`);
     }
+    // The process serving the call is stopping: a protocol error, not a tool result the agent might act on.
+    if (!result.ok && result.error.code === 'interrupted') throw new ProtocolError(ProtocolErrorCode.InternalError, SHUTTING_DOWN);
     if (!result.ok) return errorResult(describeFailure(fn.name, result));
     if (result.content) return { content: result.content as CallToolResult['content'] };
     const value = result.value;
