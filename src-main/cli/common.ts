@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { basename, delimiter, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { Engine } from '../engine/index.ts';
+import { shellQuote, type Engine } from '../engine/index.ts';
 
 /** The process surface the CLI uses, injected so tests run it in-process. */
 export interface CliIo {
@@ -144,9 +144,6 @@ export function withCommand(text: string, callable: string): string {
   return callable === 'callable' ? text : text.replace(/(?<![\w/.@-])callable (?=[a-z])/g, `${callable} `);
 }
 
-export function shellQuote(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
-}
 
 function realpathOr(path: string): string | undefined {
   try {

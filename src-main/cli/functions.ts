@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { canonicalSpecJson, defaultDataDir, specOf, type FunctionSpec, type RevisionRecord } from '../engine/index.ts';
-import { EXIT_OK, parse, shellQuote, UsageError, type Command, type CommandContext } from './common.ts';
+import { canonicalSpecJson, defaultDataDir, shellQuote, specOf, type FunctionSpec, type RevisionRecord } from '../engine/index.ts';
+import { EXIT_OK, parse, UsageError, type Command, type CommandContext } from './common.ts';
 import { newFromRequest, wantsScaffold } from './scaffold.ts';
 
 /** The templates `callable new` copies: the same folders the studio's "New from template" offers. */

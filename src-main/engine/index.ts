@@ -47,6 +47,7 @@ export type { Advice, AdviceKind } from './functions/advice.ts';
 export { credentialCommand, harEntries, listOperations, loadOpenApi, type CredentialSuggestion, type HarEntryInfo, type OpenApiOperation, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
 export { diskFullOf } from './store/faults.ts';
 export type { BackupInfo, BackupKind, RestoreResult } from './store/backup.ts';
+export { shellQuote } from './store/backup.ts';
 export {
   backupDataFolder,
   listDataFolderBackups,

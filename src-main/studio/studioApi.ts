@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
 import { credentialCommand, defaultDataDir, formatZodError, readTemplates, specOf, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
+import { stdioConfigs, stdioLaunch } from '../engine/mcp/clientConfig.ts';
 import type { McpHttpHost } from '../engine/mcp/httpHost.ts';
 
 export interface StudioHost {
@@ -244,19 +245,14 @@ function openPrompts(host: StudioHost, emit: (pending: PromptView[]) => void): (
 
 function clientConfigs(host: StudioHost, profile: string | undefined): ClientConfigs {
   const command = host.callableCommand;
-  const args = ['mcp', ...(profile ? ['--profile', profile] : []), ...(host.engine.dataDir !== defaultDataDir() ? ['--data-dir', host.engine.dataDir] : [])];
-  const quote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+  const args = [...(profile ? ['--profile', profile] : []), ...(host.engine.dataDir !== defaultDataDir() ? ['--data-dir', host.engine.dataDir] : [])];
   const json = (value: unknown): string => JSON.stringify(value, null, 2);
   const status = host.mcp.status;
   const url = status.url ? `${status.url}${profile ? `/${profile}` : ''}` : undefined;
   return {
     command,
-    stdio: {
-      claudeCode: `claude mcp add callable -- ${[command, ...args].map(quote).join(' ')}`,
-      claudeDesktop: json({ mcpServers: { callable: { command, args } } }),
-      cursor: json({ mcpServers: { callable: { command, args } } }),
-      vscode: json({ servers: { callable: { type: 'stdio', command, args } } }),
-    },
+    // This engine process is the Node 24 the studio runs on; its environment holds the keychain's session.
+    stdio: stdioConfigs(stdioLaunch(process.execPath, command, args, process.env)),
     http: url
       ? {
           url,

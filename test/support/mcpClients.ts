@@ -47,6 +47,8 @@ export interface Target {
   transport: TransportKind;
   /** For stdio: arguments after `callable mcp`; for http: the URL and token. */
   stdioArgs?: string[];
+  /** For stdio: start this instead, as a client given this config would (the SDK adds its default environment to `env`). */
+  launch?: { command: string; args: string[]; env?: Record<string, string> };
   url?: string;
   token?: string;
 }
@@ -86,7 +88,7 @@ async function connectV2(target: Target): Promise<TestClient> {
   client.setNotificationHandler('notifications/message', (n: { params: { level: string; data: unknown } }) => void logs.push({ level: n.params.level, data: n.params.data }));
   const transport =
     target.transport === 'stdio'
-      ? new StdioV2({ command: CALLABLE_COMMAND.command, args: [...CALLABLE_COMMAND.args, 'mcp', ...(target.stdioArgs ?? [])], stderr: 'pipe', env: process.env as Record<string, string> })
+      ? new StdioV2(target.launch ? { ...target.launch, stderr: 'pipe' } : { command: CALLABLE_COMMAND.command, args: [...CALLABLE_COMMAND.args, 'mcp', ...(target.stdioArgs ?? [])], stderr: 'pipe', env: process.env as Record<string, string> })
       : new HttpV2(new URL(target.url!), target.token ? { requestInit: { headers: { Authorization: `Bearer ${target.token}` } } } : {});
   await client.connect(transport);
   return {
@@ -116,7 +118,7 @@ async function connectV1(target: Target): Promise<TestClient> {
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push({ level: n.params.level, data: n.params.data }));
   const transport =
     target.transport === 'stdio'
-      ? new StdioV1({ command: CALLABLE_COMMAND.command, args: [...CALLABLE_COMMAND.args, 'mcp', ...(target.stdioArgs ?? [])], stderr: 'pipe', env: process.env as Record<string, string> })
+      ? new StdioV1(target.launch ? { ...target.launch, stderr: 'pipe' } : { command: CALLABLE_COMMAND.command, args: [...CALLABLE_COMMAND.args, 'mcp', ...(target.stdioArgs ?? [])], stderr: 'pipe', env: process.env as Record<string, string> })
       : new HttpV1(new URL(target.url!), target.token ? { requestInit: { headers: { Authorization: `Bearer ${target.token}` } } } : {});
   await client.connect(transport);
   let level: string | undefined;
