@@ -1,65 +1,101 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { testEngine } from '../support/engine.ts';
+import { connect } from '../support/mcpClients.ts';
 import { tempDir } from '../support/tmp.ts';
 
-// JSON.parse makes "__proto__" an own property; object copies and the spec schema would drop it, so
-// an import would silently lose part of the schema. Such keys are refused by name instead, anywhere
-// in inputSchema or outputSchema, and nothing is imported.
+// Vendors' APIs have fields named "constructor", "prototype" and even "__proto__". A schema that
+// names them is imported, stored, validated and served exactly (JSON.parse keeps "__proto__" as an
+// own key; a copy by assignment would drop it), and arguments holding them reach the function as
+// sent, without touching any object's prototype, in the engine or in the sandbox.
 
-const engine = testEngine();
+/** inputSchema with all three as properties, "__proto__" required and checked inside. */
+const INPUT_SCHEMA = `{"type":"object","properties":{"__proto__":{"type":"object","properties":{"polluted":{"type":"boolean"}},"additionalProperties":false},"constructor":{"type":"string"},"prototype":{"type":"integer"}},"required":["__proto__","constructor"],"additionalProperties":false}`;
+const OUTPUT_SCHEMA = `{"type":"object","properties":{"prototype":{"type":"string"},"__proto__":{"type":"array"}},"required":["prototype"]}`;
+/** function.json as export writes it (JSON.parse and JSON.stringify keep "__proto__" as an own key). */
+const SPEC = `${JSON.stringify(JSON.parse(`{"name":"vendor_fields","description":"Echoes a vendor's awkward fields","language":"js","inputSchema":${INPUT_SCHEMA},"outputSchema":${OUTPUT_SCHEMA}}`), null, 2)}\n`;
+/** Tells what the function saw: its arguments as JSON, their own keys, and whether any prototype in the sandbox was touched. */
+const SOURCE = `export default (args) => ({
+  prototype: JSON.stringify(args),
+  ["__proto__"]: [Object.keys(args).join(","), String(({}).polluted), String(Object.getPrototypeOf(args) === Object.prototype)],
+});
+`;
 
-function folderWith(specJson: string, name: string): string {
-  const dir = join(tempDir(), name);
+function folderWith(spec: string, source: string): string {
+  const dir = join(tempDir(), 'vendor_fields');
   mkdirSync(dir);
-  writeFileSync(join(dir, 'function.json'), specJson);
-  writeFileSync(join(dir, 'index.js'), 'export default () => 1');
+  writeFileSync(join(dir, 'function.json'), spec);
+  writeFileSync(join(dir, 'index.js'), source);
   return dir;
 }
 
-describe('schema keys JavaScript treats specially', () => {
-  it('a top-level "__proto__" in inputSchema is refused by name on import, and nothing is imported', async () => {
-    const spec = `{"name":"proto_top","description":"","inputSchema":{"type":"object","properties":{},"__proto__":{"x":1}}}`;
-    expect(Object.keys(JSON.parse(spec).inputSchema)).toContain('__proto__');
-    const dir = folderWith(spec, 'proto_top');
-    const error = await engine.importFunctions(dir).then(
-      () => undefined,
-      (e: unknown) => e as Error,
-    );
-    expect(error?.message).toBe(
-      `${join(dir, 'function.json')}: inputSchema.__proto__: "__proto__" is not allowed as a key in a schema ("__proto__", "constructor" and "prototype" are refused); rename it`,
-    );
-    expect(error?.message.split('\n')).toHaveLength(1);
-    expect(engine.functions.list().map((f) => f.name)).not.toContain('proto_top');
-  });
+describe('schema keys named __proto__, constructor and prototype', () => {
+  const engine = testEngine();
 
-  it('"constructor" and "prototype" anywhere in inputSchema or outputSchema are refused by name', async () => {
-    const nested = folderWith(
-      JSON.stringify({ name: 'ctor_nested', inputSchema: { type: 'object', properties: { a: { type: 'object', properties: { constructor: { type: 'string' } } } } } }),
-      'ctor_nested',
-    );
-    await expect(engine.importFunctions(nested)).rejects.toThrow(/inputSchema\.properties\.a\.properties\.constructor: "constructor" is not allowed/);
-    const inArray = folderWith(
-      JSON.stringify({ name: 'proto_out', outputSchema: { type: 'object', anyOf: [{ type: 'object', prototype: {} }] } }),
-      'proto_out',
-    );
-    await expect(engine.importFunctions(inArray)).rejects.toThrow(/outputSchema\.anyOf\[0\]\.prototype: "prototype" is not allowed/);
-    // The same check guards saving from the studio.
-    await expect(
-      engine.functions.save({ spec: JSON.parse('{"name":"proto_save","inputSchema":{"type":"object","__proto__":{}}}'), source: 'export default () => 1' }),
-    ).rejects.toThrow(/inputSchema\.__proto__: "__proto__" is not allowed/);
-    expect(engine.functions.list().map((f) => f.name)).toEqual(expect.not.arrayContaining(['ctor_nested', 'proto_out', 'proto_save']));
-  });
-
-  it('a property merely named like them elsewhere (a description, a value) is fine and round trips', async () => {
-    const dir = folderWith(
-      `${JSON.stringify({ name: 'proto_words', description: 'mentions __proto__ and constructor', language: 'js', inputSchema: { type: 'object', properties: { kind: { type: 'string', enum: ['__proto__', 'constructor'] } } } }, null, 2)}\n`,
-      'proto_words',
-    );
+  it('are imported, stored and exported byte for byte', async () => {
+    const dir = folderWith(SPEC, SOURCE);
     await engine.importFunctions(dir);
+    const record = engine.functions.get('vendor_fields');
+    expect(JSON.stringify(record.inputSchema)).toBe(INPUT_SCHEMA);
+    expect(JSON.stringify(record.outputSchema)).toBe(OUTPUT_SCHEMA);
     const out = tempDir();
     engine.exportFunctions(out);
-    expect(readFileSync(join(out, 'proto_words', 'function.json'), 'utf8')).toBe(readFileSync(join(dir, 'function.json'), 'utf8'));
+    expect(readFileSync(join(out, 'vendor_fields', 'function.json'), 'utf8')).toBe(SPEC);
+  });
+
+  it('are validated as the properties they are: required, typed, and absent when not given', async () => {
+    await engine.importFunctions(folderWith(SPEC, SOURCE));
+    const call = (json: string) => engine.run('vendor_fields', JSON.parse(json), { caller: 'test' });
+    const bad = async (json: string) => {
+      const result = await call(json);
+      return result.ok ? 'accepted' : result.error.message;
+    };
+    // Object.prototype.constructor is not the caller's "constructor": missing means missing.
+    expect(await bad('{"__proto__":{}}')).toBe('invalid arguments: args.constructor is required');
+    expect(await bad('{"constructor":"c"}')).toBe('invalid arguments: args.__proto__ is required');
+    expect(await bad('{"constructor":"c","__proto__":{"polluted":"yes"}}')).toBe('invalid arguments: args.__proto__.polluted must be boolean');
+    expect(await bad('{"constructor":"c","__proto__":{"polluted":true,"other":1}}')).toBe('invalid arguments: args.__proto__ has an unexpected property "other"');
+    expect(await bad('{"constructor":"c","__proto__":{},"prototype":"p"}')).toBe('invalid arguments: args.prototype must be integer');
+    expect(await bad('{"constructor":"c","__proto__":{},"extra":1}')).toBe('invalid arguments: args has an unexpected property "extra"');
+
+    const result = await call('{"constructor":"c","__proto__":{"polluted":true},"prototype":3}');
+    expect(result).toMatchObject({ ok: true, value: { prototype: '{"constructor":"c","__proto__":{"polluted":true},"prototype":3}' } });
+    // The function saw its own key, a plain object and an untouched Object.prototype.
+    expect(JSON.stringify(result.ok && result.value)).toContain('"__proto__":["constructor,__proto__,prototype","undefined","true"]');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('a result is checked against an outputSchema that names them', async () => {
+    await engine.importFunctions(folderWith(SPEC.replace('"type": "array"', '"type": "string"'), SOURCE));
+    const result = await engine.run('vendor_fields', JSON.parse('{"constructor":"c","__proto__":{}}'), { caller: 'test' });
+    expect(result).toMatchObject({ ok: false, error: { code: 'output_invalid', message: 'the result does not match the outputSchema: result.__proto__ must be string' } });
+  });
+});
+
+describe('over MCP, with a real client', () => {
+  it('tools/list serves the schemas exactly, and tools/call validates and passes such arguments exactly, polluting nothing', async () => {
+    const dataDir = tempDir();
+    const seed = createEngine({ dataDir, secrets: new MemorySecretStore() });
+    await seed.importFunctions(folderWith(SPEC, SOURCE));
+    seed.close();
+    const client = await connect('2026-07-28', { transport: 'stdio', stdioArgs: ['--data-dir', dataDir] });
+    onTestFinished(() => client.close());
+
+    const [tool] = await client.listTools();
+    expect(JSON.stringify(tool!.inputSchema)).toBe(INPUT_SCHEMA);
+    expect(JSON.stringify(tool!.outputSchema)).toBe(OUTPUT_SCHEMA);
+
+    const ok = await client.callTool('vendor_fields', JSON.parse('{"constructor":"c","__proto__":{"polluted":true},"prototype":3}'));
+    expect(ok.isError, JSON.stringify(ok.content)).toBeFalsy();
+    expect(JSON.stringify(ok.structuredContent)).toBe(
+      JSON.stringify(JSON.parse('{"prototype":"{\\"constructor\\":\\"c\\",\\"__proto__\\":{\\"polluted\\":true},\\"prototype\\":3}","__proto__":["constructor,__proto__,prototype","undefined","true"]}')),
+    );
+
+    const refused = await client.callTool('vendor_fields', JSON.parse('{"constructor":"c","__proto__":{"polluted":"yes"}}'));
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toContain('args.__proto__.polluted must be boolean');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });

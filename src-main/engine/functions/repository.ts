@@ -42,37 +42,9 @@ export interface SaveInput {
 
 /** Parses a spec, turning zod's issues into one readable bad_input error. */
 export function parseSpec(input: unknown, where = 'function.json'): FunctionSpec {
-  refuseUnsafeSchemaKeys(input, where);
   const parsed = FunctionSpecSchema.safeParse(input);
   if (!parsed.success) throw new StudioError('bad_input', `${where}: ${formatZodError(parsed.error)}`);
   return parsed.data;
-}
-
-/** Keys that JavaScript objects treat specially: the schema validator and object copies would drop or misread them. */
-const UNSAFE_SCHEMA_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-
-/**
- * Refuses, by name, a `__proto__`, `constructor` or `prototype` key anywhere in inputSchema or
- * outputSchema (JSON.parse makes them own properties, and later copies would silently drop them, so
- * import then export would not give the same file). Walks without recursion: any depth is fine.
- */
-function refuseUnsafeSchemaKeys(input: unknown, where: string): void {
-  if (!input || typeof input !== 'object') return;
-  for (const field of ['inputSchema', 'outputSchema'] as const) {
-    if (!Object.prototype.hasOwnProperty.call(input, field)) continue;
-    const stack: Array<{ value: unknown; path: string }> = [{ value: (input as Record<string, unknown>)[field], path: field }];
-    while (stack.length > 0) {
-      const { value, path } = stack.pop()!;
-      if (!value || typeof value !== 'object') continue;
-      for (const key of Object.keys(value)) {
-        const at = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
-        if (!Array.isArray(value) && UNSAFE_SCHEMA_KEYS.has(key)) {
-          throw new StudioError('bad_input', `${where}: ${at}: "${key}" is not allowed as a key in a schema ("__proto__", "constructor" and "prototype" are refused); rename it`);
-        }
-        stack.push({ value: (value as Record<string, unknown>)[key], path: at });
-      }
-    }
-  }
 }
 
 /**

@@ -109,9 +109,20 @@ export class ToolServer {
       }
       return { tools };
     });
+    // The SDK's parsed request drops an argument named "__proto__" (a vendor's field): the call's
+    // arguments are taken as they came off the wire, where JSON.parse keeps it as an own key.
+    const wireArguments = new Map<unknown, unknown>();
+    const internals = server as unknown as { _onrequest(raw: { id?: unknown; method?: string; params?: { arguments?: unknown } }, extra?: unknown): void };
+    const onrequest = internals._onrequest.bind(server);
+    internals._onrequest = (raw, extra) => {
+      if (raw.method === 'tools/call' && raw.params?.arguments !== undefined) wireArguments.set(raw.id, raw.params.arguments);
+      onrequest(raw, extra);
+    };
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const name = request.params.name;
-      const args = request.params.arguments ?? {};
+      const wire = wireArguments.get(ctx.mcpReq.id);
+      wireArguments.delete(ctx.mcpReq.id);
+      const args = (wire && typeof wire === 'object' ? (wire as Record<string, unknown>) : request.params.arguments) ?? {};
       const profile = this.#profile();
       const metaTools = profile?.metaTools === true;
       const envelopeInfo = (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope?.[CLIENT_INFO_META_KEY] as { name?: string; version?: string } | undefined;

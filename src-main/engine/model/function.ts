@@ -16,11 +16,17 @@ export const HostPatternSchema = z.string().superRefine((value, ctx) => {
   if (isHostPatternError(parsed)) ctx.addIssue({ code: 'custom', message: parsed.error });
 });
 
-/** A JSON Schema for an object (MCP requires tool input schemas to be objects). */
-export const ObjectJsonSchemaSchema = z
-  .object({ type: z.literal('object', { message: 'the schema must have "type": "object"' }) })
-  .catchall(z.unknown());
-export type ObjectJsonSchema = z.infer<typeof ObjectJsonSchemaSchema>;
+const ObjectJsonSchemaShape = z.object({ type: z.literal('object', { message: 'the schema must have "type": "object"' }) }).catchall(z.unknown());
+export type ObjectJsonSchema = z.infer<typeof ObjectJsonSchemaShape>;
+
+/**
+ * A JSON Schema for an object (MCP requires tool input schemas to be objects). The schema object
+ * itself is kept, not a copy: a copy would drop a key named "__proto__" (a vendor's field).
+ */
+export const ObjectJsonSchemaSchema = z.custom<ObjectJsonSchema>().superRefine((value, ctx) => {
+  const checked = ObjectJsonSchemaShape.safeParse(value);
+  if (!checked.success) for (const issue of checked.error.issues) ctx.addIssue(issue as Parameters<typeof ctx.addIssue>[0]);
+});
 
 export const ToolAnnotationsSchema = z
   .object({
