@@ -131,10 +131,11 @@ async function deployTo(
     notice: (line) => ctx.err(line),
   });
   // workerd ends with this command however it ends: interrupted (the abort fires before the process
-  // exits, so the signal is sent in time), or the process exiting for any other reason.
-  const stopChild = (): void => supervisor.kill();
+  // exits, so workerd is stopped in time), or the process exiting for any other reason.
+  const stopChild = (): void => void supervisor.stop();
+  const killChild = (): void => supervisor.kill();
   ctx.interrupted.addEventListener('abort', stopChild, { once: true });
-  process.once('exit', stopChild);
+  process.once('exit', killChild);
   try {
     const ready = await supervisor.start(ctx.interrupted);
     if (ready === 'exited') {
@@ -155,7 +156,7 @@ async function deployTo(
     await supervisor.stop();
     return signalExitCode(ctx.interrupted.reason);
   } finally {
-    process.off('exit', stopChild);
+    process.off('exit', killChild);
   }
 }
 

@@ -97,3 +97,25 @@ describe('a result larger than an RPC message carries (32 MiB)', () => {
     );
   }, 30_000);
 });
+
+describe('stopping --serve while a function spins', () => {
+  it('stops workerd with it: a workerd held by the spin never gets to its SIGTERM handler, so it is killed', async () => {
+    const c = await client('2026-07-28');
+    const pid = Number([...served.stderr().matchAll(/workerd (?:restarted )?\(pid (\d+)\)/g)].at(-1)![1]);
+    const alive = (): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).toBe(true);
+    const spinning = c.callTool('spin', {}).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await served.stop()).toBe(143);
+    for (let i = 0; i < 50 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(alive()).toBe(false);
+    await spinning;
+  }, 30_000);
+});

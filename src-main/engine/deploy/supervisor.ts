@@ -19,6 +19,8 @@ const GRACE_MS = 1000;
 const PROBE_MS = 500;
 /** The largest request the proxy holds (it reads a request whole to see which function it calls). */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** How long workerd has to stop after SIGTERM before it is killed (the CLI exits a second after a signal). */
+const STOP_MS = 500;
 
 export interface SupervisorOptions {
   config: string;
@@ -68,6 +70,7 @@ export class WorkerdSupervisor {
   #ready: Promise<void> = Promise.resolve();
   #replacing = false;
   #stopping = false;
+  #stopped: Promise<void> | undefined;
   #failed: (how: number | string | null) => void = () => {};
   /** Resolves with workerd's exit code (or signal) when it stops by itself. */
   readonly failed: Promise<number | string | null>;
@@ -93,18 +96,29 @@ export class WorkerdSupervisor {
     return 'ready';
   }
 
-  async stop(): Promise<void> {
+  /** Stops the proxy and workerd (once, however often it is called). */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop();
+    return this.#stopped;
+  }
+
+  async #stop(): Promise<void> {
     this.#stopping = true;
     this.#server?.close();
     this.#server?.closeAllConnections();
     const running = this.#current;
-    if (running && running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGTERM');
-    await running?.exited;
+    if (!running || running.child.exitCode !== null || running.child.signalCode !== null) return;
+    running.child.kill('SIGTERM');
+    // A workerd held by a spinning function does not get to its SIGTERM handler.
+    const timer = setTimeout(() => running.child.kill('SIGKILL'), STOP_MS);
+    await running.exited;
+    clearTimeout(timer);
   }
 
-  /** Sends workerd SIGTERM now (the process is on its way out). */
+  /** Kills workerd now (this process is on its way out and cannot wait for it). */
   kill(): void {
-    this.#current?.child.kill('SIGTERM');
+    const child = this.#current?.child;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
   async #launch(interrupted?: AbortSignal): Promise<'ready' | 'exited' | 'stopped'> {
