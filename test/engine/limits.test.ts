@@ -32,6 +32,24 @@ describe('each limit, crossed', () => {
     await expectLimit('hang', 'export default () => new Promise(() => {})', { timeoutMs: 200 }, 'timeout', 'timeoutMs');
   });
 
+  it('ends a loop that catches the deadline around a host call at timeoutMs, without restarting its sandbox host', async () => {
+    await defineFunction(engine, { name: 'warm_hosts' }, 'export default () => 1');
+    await engine.run('warm_hosts', {}, { caller: 'test' });
+    const hosts = engine.sandboxHosts.map((h) => h.pid);
+    // isolated-vm ends the loop by an exception thrown inside the host call, which the guest's catch swallows.
+    await expectLimit('catches_deadline', 'export default async () => { await new Promise((r) => setTimeout(r, 5)); for (;;) { try { new URL("::") } catch {} } }', { timeoutMs: 300 }, 'timeout', 'timeoutMs');
+    expect(engine.sandboxHosts.map((h) => h.pid)).toEqual(hosts);
+  });
+
+  it('ends a loop of refused requests at fetchCount, however they are refused', async () => {
+    for (const [name, request] of [
+      ['refused_by_policy', '"https://not-allowed.example.org/"'],
+      ['refused_in_sandbox', '"https://api.example.com/", { redirect: "sideways" }'],
+    ] as const) {
+      await expectLimit(name, `export default async (a, ctx) => { for (;;) { try { await ctx.fetch(${request}) } catch {} } }`, { allowedHosts: ['api.example.com'] }, 'fetch_limit', 'fetchCount');
+    }
+  });
+
   it('ends a run whose timer would fire after the deadline', async () => {
     await expectLimit('sleepy', 'export default () => new Promise((r) => setTimeout(r, 60_000))', { timeoutMs: 200 }, 'timeout', 'timeoutMs');
   });
