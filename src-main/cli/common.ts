@@ -86,7 +86,7 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: s
  * Node's parser error as one line: an unknown flag names the nearest known one (Node's own text
  * for it runs on about quoting positionals, with an unbalanced quote). Anything else passes through.
  */
-function usageOfParseError(error: unknown, known: string[]): unknown {
+export function usageOfParseError(error: unknown, known: string[]): unknown {
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) return error;
   const unknownFlag = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']+)'/.exec((error as Error).message)?.[1] : undefined;

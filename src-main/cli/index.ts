@@ -8,7 +8,7 @@ import { commands as testCommands } from './tests.ts';
 import { commands as deployCommands } from './deploy.ts';
 import { commands as lintCommands } from './lint.ts';
 import { commands as clientConfigCommands } from './clientConfig.ts';
-import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, invokedAs, parse, signalExitCode, UsageError, withCommand, type CliIo, type Command, type CommandContext } from './common.ts';
+import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, invokedAs, parse, signalExitCode, UsageError, usageOfParseError, withCommand, type CliIo, type Command, type CommandContext } from './common.ts';
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
 
@@ -74,7 +74,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const code = await Promise.race([running, stopping]);
     // A run that ended because of the interruption still exits as interrupted.
     return io.interrupt.aborted ? await stopping : code;
-  } catch (error) {
+  } catch (caught) {
+    // A command that parses its own flags: the nearest one is named from its usage line.
+    const error = usageOfParseError(caught, [...new Set([...command.usage.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]!))]);
     if (error instanceof UsageError) {
       err(`callable ${name}: ${withCommand(error.message, callable)}\nUsage: ${callable} ${command.usage}`);
       return EXIT_USAGE;
@@ -82,11 +84,6 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (error instanceof StudioError) {
       err(`callable ${name}: ${withCommand(error.message, callable)}`);
       return ['bad_input', 'not_found', 'compile_error', 'conflict', 'disabled'].includes(error.code) ? EXIT_USAGE : EXIT_FAILED;
-    }
-    if (isParseArgsError(error)) {
-      // Node's own message may run over several lines: one line, then the usage.
-      err(`callable ${name}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')}\nUsage: ${callable} ${command.usage}`);
-      return EXIT_USAGE;
     }
     // A file written on a full disk (export): the same one line as the database's.
     const full = diskFullOf(error);
@@ -131,11 +128,6 @@ function extractDataDir(argv: string[], io: CliIo): { dataDir: string; rest: str
     } else rest.push(a);
   }
   return { dataDir: resolve(io.cwd, dataDir ?? defaultDataDir(io.env)), rest };
-}
-
-function isParseArgsError(error: unknown): boolean {
-  const code = (error as { code?: string } | undefined)?.code;
-  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS');
 }
 
 // ---- commands ----

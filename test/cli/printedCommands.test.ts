@@ -63,6 +63,11 @@ describe('a mistyped flag', () => {
     const lint = await cli(['lint', '--jsonn', '--data-dir', data]);
     expect(lint).toMatchObject({ code: 2 });
     expect(lint.stderr.split('\n')[0]).toBe("callable lint: Unknown option '--jsonn'; did you mean --json?");
+    // Commands that parse their own flags name the nearest one from their usage line.
+    expect((await cli(['new', 'x', '--from-curl', 'curl https://api.example.com/', '--entri', '2', '--data-dir', data])).stderr.split('\n')[0]).toBe(
+      "callable new: Unknown option '--entri'; did you mean --entry?",
+    );
+    expect((await cli(['backup', '--lst', '--data-dir', data])).stderr.split('\n')[0]).toBe("callable backup: Unknown option '--lst'; did you mean --list?");
     expect((await cli(['runs', '--data-dir', data])).stdout).toBe('No runs yet.\n');
   });
 });
