@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redactor } from '../../src-main/engine/credentials/redact.ts';
 import { KeychainSecretStore } from '../../src-main/engine/index.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { vendorServer } from '../support/vendor.ts';
@@ -17,6 +18,9 @@ const HTML = `k&e<y>${rand()}`;
 const ACCENT = `clé-${rand()}`;
 const SECRETS = { vendor: SECRET, token: TOKEN, html: HTML, accent: ACCENT };
 const reversed = (s: string) => [...s].reverse().join('');
+
+/** Base64 wrapped at 76 columns with CRLF, as MIME (and PEM at 64) write it. */
+const mime = (bytes: Buffer) => bytes.toString('base64').replace(/.{76}(?=.)/g, '$&\r\n');
 
 const engine = testEngine({ secrets: new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!) });
 let port: number;
@@ -96,6 +100,11 @@ describe('a vendor echoing a stored secret in an encoding other servers use', ()
     expectNoSecret(await seenBy('/python-json'));
   });
 
+  it('base64 wrapped in lines (MIME), with the break inside the secret at every alignment', async () => {
+    // A MIME body whose 76-column line break falls inside the secret's base64, for each of the three alignments.
+    routes.set('/mime', (res) => res.end([54, 55, 56].map((n) => mime(Buffer.from(`${'m'.repeat(n)}${SECRET}${'n'.repeat(30)}`))).join('\r\n\r\n')));
+    expectNoSecret(await seenBy('/mime'));
+  });
 
   it('hex (lower and upper case)', async () => {
     routes.set('/hex', (res) => res.end(`${Buffer.from(SECRET).toString('hex')} ${Buffer.from(TOKEN).toString('hex').toUpperCase()}`));
@@ -117,4 +126,41 @@ describe('a vendor echoing a stored secret outside the body', () => {
 
 
 
+});
+
+describe('a secret that is a substring of another secret', () => {
+  const INNER = `inner${rand()}`;
+  const OUTER = `${rand()}${INNER}${rand()}`;
+  const redactor = new Redactor();
+  redactor.add('inner', INNER);
+  redactor.add('outer', OUTER);
+  const body = Buffer.from(`<${OUTER}>`);
+
+  it('the longer wins, wherever a chunk ends (even right after the shorter one)', () => {
+    for (let cut = 1; cut < body.length; cut++) {
+      const r = redactor.stream();
+      const out = Buffer.concat([r.push(body.subarray(0, cut)), r.push(body.subarray(cut)), r.end()]).toString();
+      expect(out, `cut at ${cut}`).toBe('<[redacted:outer]>');
+    }
+    expect(redactor.text(body.toString())).toBe('<[redacted:outer]>');
+  });
+});
+
+describe('base64 wrapped in lines, cut into chunks', () => {
+  it('is found across the line break wherever a chunk ends', () => {
+    const redactor = new Redactor();
+    redactor.add('vendor', SECRET);
+    for (const lead of [54, 55, 56]) {
+      const body = Buffer.from(mime(Buffer.from(`${'m'.repeat(lead)}${SECRET}${'n'.repeat(30)}`)));
+      const whole = (() => {
+        const r = redactor.stream();
+        return Buffer.concat([r.push(body), r.end()]).toString();
+      })();
+      expect(whole).toContain('[redacted:vendor]');
+      for (let cut = 1; cut < body.length; cut++) {
+        const r = redactor.stream();
+        expect(Buffer.concat([r.push(body.subarray(0, cut)), r.push(body.subarray(cut)), r.end()]).toString(), `cut at ${cut}`).toBe(whole);
+      }
+    }
+  });
 });

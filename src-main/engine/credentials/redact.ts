@@ -73,22 +73,26 @@ export class Redactor {
   }
 }
 
+/** Base64 is wrapped in lines at least this long (PEM 64, MIME 76) for a secret across a break to be found. */
+const MIN_WRAP = 60;
+
 /**
  * Redacts a byte stream chunk by chunk: what it gives back never holds a secret, and a secret
  * split across chunks is still found, since the bytes that could start one are held back until
- * the next chunk (or the end) decides.
+ * the next chunk (or the end) decides. A needle of base64 characters is also found across line
+ * breaks, as base64 is wrapped in MIME and PEM.
  */
 export class StreamRedaction {
-  readonly #needles: Array<{ bytes: Buffer; label: Buffer }>;
-  /** The longest needle less one: a tail this long may be the start of a secret. */
+  readonly #needles: Array<{ bytes: Buffer; label: Buffer; wraps: boolean }>;
+  /** The longest span a needle can take (with line breaks) less one: a tail this long may be the start of a secret. */
   readonly #hold: number;
   #carry: Buffer = Buffer.alloc(0);
   /** Whether a secret was replaced (the body's length may have changed). */
   replaced = false;
 
   constructor(needles: readonly Needle[]) {
-    this.#needles = needles.map((n) => ({ bytes: Buffer.from(n.needle), label: Buffer.from(n.label) }));
-    this.#hold = Math.max(0, ...this.#needles.map((n) => n.bytes.length - 1));
+    this.#needles = needles.map((n) => ({ bytes: Buffer.from(n.needle), label: Buffer.from(n.label), wraps: /^[A-Za-z0-9+/_-]+$/.test(n.needle) }));
+    this.#hold = Math.max(0, ...this.#needles.map((n) => n.bytes.length - 1 + (n.wraps ? 2 * Math.ceil(n.bytes.length / MIN_WRAP) : 0)));
   }
 
   push(chunk: Uint8Array): Buffer {
@@ -103,20 +107,52 @@ export class StreamRedaction {
   #scan(buf: Buffer, final: boolean): Buffer {
     const out: Buffer[] = [];
     let pos = 0;
-    const next = this.#needles.map((n) => buf.indexOf(n.bytes));
+    // `buf` without its CR and LF bytes, and where each of its bytes is in `buf`.
+    let flat: Buffer | undefined;
+    let where: Int32Array | undefined;
+    if (this.#needles.some((n) => n.wraps) && (buf.includes(10) || buf.includes(13))) {
+      flat = Buffer.allocUnsafe(buf.length);
+      where = new Int32Array(buf.length);
+      let n = 0;
+      for (let i = 0; i < buf.length; i++) {
+        if (buf[i] === 10 || buf[i] === 13) continue;
+        flat[n] = buf[i]!;
+        where[n++] = i;
+      }
+      flat = flat.subarray(0, n);
+      where = where.subarray(0, n);
+    }
+    /** The first occurrence of needle `i` at or after `from`, as [start, end) in `buf`; start -1 when none. */
+    const find = (i: number, from: number): [number, number] => {
+      const { bytes, wraps } = this.#needles[i]!;
+      if (!flat || !where || !wraps) {
+        const at = buf.indexOf(bytes, from);
+        return [at, at + bytes.length];
+      }
+      let lo = 0;
+      for (let hi = where.length; lo < hi; ) {
+        const mid = (lo + hi) >> 1;
+        if (where[mid]! < from) lo = mid + 1;
+        else hi = mid;
+      }
+      const at = flat.indexOf(bytes, lo);
+      return at < 0 ? [-1, 0] : [where[at]!, where[at + bytes.length - 1]! + 1];
+    };
+    const next = this.#needles.map((_, i) => find(i, 0));
     for (;;) {
-      // The leftmost occurrence; of two at the same place, the longer form.
+      // The leftmost occurrence; of two at the same place, the longer.
       let best = -1;
       for (let i = 0; i < next.length; i++) {
-        const at = next[i]!;
-        if (at >= 0 && (best < 0 || at < next[best]! || (at === next[best]! && this.#needles[i]!.bytes.length > this.#needles[best]!.bytes.length))) best = i;
+        const [at, end] = next[i]!;
+        if (at >= 0 && (best < 0 || at < next[best]![0] || (at === next[best]![0] && end > next[best]![1]))) best = i;
       }
-      if (best < 0) break;
-      const at = next[best]!;
+      // A match this near the end may be the inside of a longer secret the next chunk completes.
+      if (best < 0 || (!final && next[best]![0] >= buf.length - this.#hold)) break;
+      const [at, end] = next[best]!;
       this.replaced = true;
       out.push(buf.subarray(pos, at), this.#needles[best]!.label);
-      pos = at + this.#needles[best]!.bytes.length;
-      for (let i = 0; i < next.length; i++) if (next[i]! >= 0 && next[i]! < pos) next[i] = buf.indexOf(this.#needles[i]!.bytes, pos);
+      pos = end;
+      for (let i = 0; i < next.length; i++) if (next[i]![0] >= 0 && next[i]![0] < pos) next[i] = find(i, pos);
     }
     const safe = final ? buf.length : Math.max(pos, buf.length - this.#hold);
     out.push(buf.subarray(pos, safe));
