@@ -9,7 +9,7 @@ import { defineFunction } from '../support/engine.ts';
 import { tempDir } from '../support/tmp.ts';
 import { vendorServer } from '../support/vendor.ts';
 import { connect } from '../support/mcpClients.ts';
-import { freePort, startDeployServe } from './support.ts';
+import { freePort, processAlive, processGone, startDeployServe } from './support.ts';
 
 const textOf = (result: { content: Array<{ text?: string }> }): string => result.content.map((c) => c.text ?? '').join('');
 
@@ -118,18 +118,9 @@ describe('callable deploy --serve', () => {
     try {
       for (let i = 0; i < 50 && !/workerd \(pid \d+\)/.test(served.stderr()); i++) await new Promise((r) => setTimeout(r, 100));
       const pid = Number(/workerd \(pid (\d+)\)/.exec(served.stderr())![1]);
-      const alive = (): boolean => {
-        try {
-          process.kill(pid, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      };
-      expect(alive()).toBe(true);
+      expect(processAlive(pid)).toBe(true);
       expect(await served.stop()).toBe(143);
-      for (let i = 0; i < 50 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(alive()).toBe(false);
+      expect(await processGone(pid)).toBe(true);
       // --serve without --out wrote to a temporary folder, removed on the way out.
       expect(existsSync(served.outDir)).toBe(false);
     } finally {

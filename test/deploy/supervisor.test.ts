@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src-main/engine/index.ts';
 import { defineFunction } from '../support/engine.ts';
 import { connect, type Era, type TestClient } from '../support/mcpClients.ts';
-import { freePort, startDeployServe, type DeployServe } from './support.ts';
+import { freePort, processAlive, processGone, startDeployServe, type DeployServe } from './support.ts';
 
 /**
  * `callable deploy --serve` on the real npm workerd, which has no CPU limit: a function that keeps
@@ -102,20 +102,11 @@ describe('stopping --serve while a function spins', () => {
   it('stops workerd with it: a workerd held by the spin never gets to its SIGTERM handler, so it is killed', async () => {
     const c = await client('2026-07-28');
     const pid = Number([...served.stderr().matchAll(/workerd (?:restarted )?\(pid (\d+)\)/g)].at(-1)![1]);
-    const alive = (): boolean => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    expect(alive()).toBe(true);
+    expect(processAlive(pid)).toBe(true);
     const spinning = c.callTool('spin', {}).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 300));
     expect(await served.stop()).toBe(143);
-    for (let i = 0; i < 50 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(alive()).toBe(false);
+    expect(await processGone(pid)).toBe(true);
     await spinning;
   }, 30_000);
 });

@@ -85,3 +85,19 @@ export async function roundRobin(ports: number[]): Promise<{ url: string; hits: 
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** Whether process `pid` is still running. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits up to five seconds for process `pid` to be gone; whether it is. */
+export async function processGone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 50 && processAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  return !processAlive(pid);
+}
