@@ -59,7 +59,7 @@ const serve: Command = {
     });
     running = server;
     const auth = token
-      ? 'clients send "Authorization: Bearer <token>"; print the token with: callable token'
+      ? `clients send "Authorization: Bearer <token>"; print the token with: ${ctx.callable} token`
       : 'no auth: any local program may call your functions';
     ctx.err(`callable serve: ${auth}\ncallable serve: MCP on ${server.url}`);
     if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') ctx.err(`callable serve: warning: listening on ${host}, not only this machine`);
@@ -99,7 +99,7 @@ const profiles: Command = {
     if (sub === 'list') {
       parse(rest, {}, 0);
       const all = engine.profiles.list();
-      if (all.length === 0) ctx.out('No profiles yet. Create one: callable profiles set writing deepl_translate word_stats');
+      if (all.length === 0) ctx.out(`No profiles yet. Create one: ${ctx.callable} profiles set writing deepl_translate word_stats`);
       for (const p of all) ctx.out(`${p.name}  ${p.functions.join(', ') || '(empty)'}${p.metaTools ? '  +meta-tools' : ''}`);
       return EXIT_OK;
     }
