@@ -1,3 +1,4 @@
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redactor } from '../../src-main/engine/credentials/redact.ts';
 import { KeychainSecretStore } from '../../src-main/engine/index.ts';
@@ -113,6 +114,10 @@ describe('a vendor echoing a stored secret in an encoding other servers use', ()
 });
 
 describe('a vendor echoing a stored secret outside the body', () => {
+  it('in a header name', async () => {
+    routes.set('/header-name', (res) => res.writeHead(200, { [`x-${TOKEN}`]: '1', [`X-Echo-${TOKEN.toUpperCase()}`]: '2' }).end('ok'));
+    expectNoSecret(await seenBy('/header-name'));
+  });
 
   it('in a header value as UTF-8 bytes (which the host reads as latin1)', async () => {
     routes.set('/header-utf8', (res) => {
@@ -122,10 +127,50 @@ describe('a vendor echoing a stored secret outside the body', () => {
     expectNoSecret(await seenBy('/header-utf8'));
   });
 
+  it('in a Set-Cookie, several times', async () => {
+    routes.set('/cookie', (res) => res.writeHead(200, [['Set-Cookie', `session=${SECRET}; HttpOnly`], ['Set-Cookie', `b=${encodeURIComponent(SECRET)}`]]).end('ok'));
+    expectNoSecret(await seenBy('/cookie'));
+  });
 
+  it('in a redirect Location the function reads (redirect: "manual")', async () => {
+    routes.set('/manual', (res) => res.writeHead(302, { location: `/next?k=${encodeURIComponent(SECRET)}&t=${TOKEN}` }).end());
+    expectNoSecret(await seenBy('/manual', `{ redirect: 'manual' }`));
+  });
 
+  it('in a redirect Location that ends the fetch (redirect: "error")', async () => {
+    routes.set('/error', (res) => res.writeHead(302, { location: `/next?k=${SECRET}` }).end());
+    expectNoSecret(await seenBy('/error', `{ redirect: 'error' }`));
+  });
 
+  it('in the final URL after a redirect, with the secret in the path and the query', async () => {
+    routes.set('/follow', (res) => res.writeHead(302, { location: `/landed/${encodeURIComponent(SECRET)}?k=${TOKEN}` }).end());
+    routes.set('/landed', (res) => res.end('ok'));
+    expectNoSecret(await seenBy('/follow'));
+  });
 
+  it('in the status text and in a content coding the host cannot decode (the refusal quotes it)', async () => {
+    routes.set('/status', (res) => res.writeHead(200, `OK ${SECRET}`).end('ok'));
+    expectNoSecret(await seenBy('/status'));
+    routes.set('/coding', (res) => res.writeHead(200, { 'content-encoding': `x-${TOKEN}` }).end('ok'));
+    expectNoSecret(await seenBy('/coding'));
+  });
+});
+
+describe('a vendor splitting or wrapping the body', () => {
+  it('a secret straddling three chunks sent apart', async () => {
+    routes.set('/chunks', (res) => {
+      const third = Math.ceil(SECRET.length / 3);
+      res.write(`a${SECRET.slice(0, third)}`);
+      setTimeout(() => res.write(SECRET.slice(third, 2 * third)), 30);
+      setTimeout(() => res.end(`${SECRET.slice(2 * third)}z`), 60);
+    });
+    expectNoSecret(await seenBy('/chunks'));
+  });
+
+  it('stacked content codings (gzip, then br)', async () => {
+    routes.set('/stacked', (res) => res.writeHead(200, { 'content-encoding': 'gzip, br' }).end(brotliCompressSync(gzipSync(JSON.stringify({ SECRET, TOKEN })))));
+    expectNoSecret(await seenBy('/stacked'));
+  });
 });
 
 describe('a secret that is a substring of another secret', () => {

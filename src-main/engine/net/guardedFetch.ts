@@ -333,7 +333,10 @@ function send(
         const shown = (text: string) => (redact ? redactor!.text(text) : text);
         const out: Array<[string, string]> = [];
         for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          const name = res.rawHeaders[i]!.toLowerCase();
+          const raw = res.rawHeaders[i]!;
+          const name = raw.toLowerCase();
+          // A header name cannot hold [redacted:NAME] (it is not a token): a header named with a secret is left out.
+          if (shown(raw) !== raw || shown(name) !== name) continue;
           if (decoders.length > 0 && name === 'content-encoding') continue;
           if ((decoders.length > 0 || redact?.replaced) && name === 'content-length') continue;
           out.push([name, shown(res.rawHeaders[i + 1]!)]);
