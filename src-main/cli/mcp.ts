@@ -9,7 +9,8 @@ const mcp: Command = {
   createsDataDir: () => true,
   summary: 'Serves the enabled functions (of a profile) as MCP tools over stdio, for IDE agents. Stdout is protocol only; exits when stdin closes.',
   options: [['--profile NAME', 'serve only the functions of this profile ("callable profiles list")']],
-  examples: ['claude mcp add callable -- callable mcp --profile writing'],
+  // An IDE is given the config "callable mcp-config" prints: it names the Node 24 and the keychain's session.
+  examples: ['callable mcp --profile writing', 'callable mcp-config --profile writing'],
   async run(ctx) {
     const { values } = parse(ctx.args, { profile: { type: 'string' } }, 0);
     const engine = ctx.engine();
