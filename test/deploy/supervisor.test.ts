@@ -78,6 +78,22 @@ describe.each(['2026-07-28', '2025-11-25'] as Era[])('a function that keeps the 
   }, 30_000);
 });
 
+describe('a spinning call its client cancelled', () => {
+  it('is still held to its deadline: workerd is replaced for it, not for the next call', async () => {
+    const c = await client('2026-07-28');
+    const cancel = new AbortController();
+    const spinning = c.callTool('spin', {}, { signal: cancel.signal });
+    await new Promise((r) => setTimeout(r, 300));
+    cancel.abort(new Error('the user gave up'));
+    await expect(spinning).rejects.toThrow();
+    const restarts = served.stderr().match(/callable deploy: spin kept workerd busy/g)?.length ?? 0;
+    // Made while the cancelled spin still holds workerd: answered only once workerd is replaced.
+    expect(textOf(await c.callTool('quick', {}))).toBe(RESTARTED);
+    expect(served.stderr().match(/callable deploy: spin kept workerd busy/g)?.length).toBe(restarts + 1);
+    expect(textOf(await c.callTool('quick', {}))).toBe('quick');
+  }, 30_000);
+});
+
 describe('a result larger than an RPC message carries (32 MiB)', () => {
   it('is result_too_large naming the limit, as locally', async () => {
     const c = await client('2026-07-28');

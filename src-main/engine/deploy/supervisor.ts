@@ -185,13 +185,14 @@ export class WorkerdSupervisor {
     });
     upstream.once('error', () => {
       // workerd went away under this request: replaced (this call is answered already) or stopped.
-      if (!flight.settled) this.#answer(flight, undefined, 'workerd stopped while it ran; call again');
+      if (!flight.settled && !res.destroyed) this.#answer(flight, undefined, 'workerd stopped while it ran; call again');
     });
     res.once('close', () => {
       this.#flights.delete(flight);
-      clearTimeout(flight.timer);
-      // The client went away (a cancelled call): so does the request to workerd.
-      if (!res.writableFinished) upstream.destroy();
+      if (res.writableFinished) return void clearTimeout(flight.timer);
+      // The client went away (a cancelled call): so does the request to workerd. Its deadline is
+      // still watched, since an isolate that keeps the CPU busy does not notice.
+      upstream.destroy();
     });
     upstream.end(body);
     if (flight.call) flight.timer = setTimeout(() => void this.#overdue(flight, running), flight.call.timeoutMs + GRACE_MS);
@@ -199,7 +200,7 @@ export class WorkerdSupervisor {
 
   /** A call past its deadline and grace: if workerd no longer answers, the call is why. */
   async #overdue(flight: Flight, running: Running): Promise<void> {
-    if (flight.settled || flight.res.writableEnded || this.#current !== running || this.#replacing) return;
+    if (flight.settled || flight.res.writableFinished || this.#current !== running || this.#replacing) return;
     if (await answers(running.port, PROBE_MS)) return;
     if (flight.settled || this.#current !== running || this.#replacing) return;
     await this.#replace(flight);
