@@ -82,20 +82,22 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     const recorder = deps.record ? new ExchangeRecorder() : undefined;
     const track = (request: OutgoingRequest, response: Promise<IncomingResponse>): Promise<IncomingResponse> => (recorder ? recorder.track(request, response) : response);
     const signal = deps.interrupt && options.signal ? AbortSignal.any([options.signal, deps.interrupt]) : (deps.interrupt ?? options.signal);
-    // Every stored secret of the data folder, asked for when the run's first response arrives: a
-    // vendor may echo any of them, and what the sandbox is given must hold none.
-    let stored: Promise<Redactor> | undefined;
+    // Every stored secret of the data folder, asked for as each response arrives (kept by the
+    // credential service until a credential changes, in any process): a vendor may echo any of
+    // them, and what the sandbox is given must hold none.
+    let added: unknown;
     const redaction = (): Promise<Redactor> =>
-      (stored ??= deps.credentials.storedSecrets().then(
+      deps.credentials.storedSecrets().then(
         (secrets) => {
-          for (const { name: credentialName, secret } of secrets) redactor.add(credentialName, secret);
+          if (secrets !== added) for (const { name: credentialName, secret } of secrets) redactor.add(credentialName, secret);
+          added = secrets;
           return redactor;
         },
         (error: unknown) => {
           const info = error instanceof StudioError ? error : new StudioError('internal', String(error));
           throw new StudioError(info.code, `the response was not given to the function: the stored secrets could not be read to remove them from it (${info.message})`, info.details);
         },
-      ));
+      );
     // An error's message may quote a vendor's redirect: it reaches the function only redacted.
     const redactedError = (error: unknown): never => {
       if (error instanceof StudioError && redactor.active) throw new StudioError(error.code, redactor.text(error.message), error.details);

@@ -1,7 +1,7 @@
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redactor } from '../../src-main/engine/credentials/redact.ts';
-import { KeychainSecretStore } from '../../src-main/engine/index.ts';
+import { createEngine, KeychainSecretStore } from '../../src-main/engine/index.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { vendorServer } from '../support/vendor.ts';
 
@@ -206,6 +206,42 @@ describe('base64 wrapped in lines, cut into chunks', () => {
         const r = redactor.stream();
         expect(Buffer.concat([r.push(body.subarray(0, cut)), r.push(body.subarray(cut)), r.end()]).toString(), `cut at ${cut}`).toBe(whole);
       }
+    }
+  });
+});
+
+describe('a secret changed by another process while a run is going', () => {
+  it('is redacted from the responses the run gets after the change', async () => {
+    const LATER = `later-${rand()}`;
+    let listed = 'none';
+    routes.set('/later', (res) => res.end(listed));
+    routes.set('/rotate', (res) => {
+      // Another process on the same data folder stores a new secret, then the vendor lists it.
+      const elsewhere = createEngine({ dataDir: engine.dataDir, secrets: new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!) });
+      elsewhere.credentials
+        .set({ name: 'later', hosts: ['api.later.example'], placement: { kind: 'header', header: 'X-Api-Key', template: '{secret}' } }, LATER)
+        .finally(() => elsewhere.close())
+        .then(() => {
+          listed = LATER;
+          res.end('rotated');
+        }, (error: Error) => res.writeHead(500).end(error.message));
+    });
+    await defineFunction(
+      engine,
+      { name: 'during_rotation', allowedHosts: [`127.0.0.1:${port}`], timeoutMs: 20_000 },
+      `export default async (a, ctx) => {
+        const base = 'http://127.0.0.1:${port}';
+        const before = await (await ctx.fetch(base + '/later')).text();
+        const rotated = await (await ctx.fetch(base + '/rotate')).text();
+        const after = await (await ctx.fetch(base + '/later')).text();
+        return [before, rotated, [...after].reverse().join('')];
+      };`,
+    );
+    try {
+      const result = await engine.run('during_rotation', {}, { caller: 'test' });
+      expect(result).toMatchObject({ ok: true, value: ['none', 'rotated', reversed('[redacted:later]')] });
+    } finally {
+      await engine.credentials.remove('later').catch(() => {});
     }
   });
 });
