@@ -96,7 +96,7 @@ export function usageOfParseError(error: unknown, known: string[]): unknown {
     .map((k) => ({ k, d: k.startsWith(name) || name.startsWith(k) ? Math.abs(k.length - name.length) : editDistance(name, k) }))
     .filter(({ d }) => d <= Math.max(1, Math.floor(name.length / 3)))
     .sort((a, b) => a.d - b.d)[0]?.k;
-  const hint = nearest !== undefined ? `did you mean --${nearest}?` : known.length > 0 ? `the options are ${known.map((k) => `--${k}`).join(', ')}` : 'it takes no options';
+  const hint = nearest !== undefined ? `did you mean --${nearest}?` : known.length > 0 ? `the options are ${known.map((k) => `--${k}`).join(', ')}` : 'its only options are --data-dir and --help';
   return new UsageError(`Unknown option '${unknownFlag}'; ${hint}`);
 }
 
