@@ -3,6 +3,7 @@ import { createServer, get as httpGet, request as httpRequest, type IncomingMess
 import { createRequire } from 'node:module';
 import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
+import { StudioError } from '../model/errors.ts';
 import { describeToolFailure, timeoutMessage, toolErrorResult } from '../model/toolResults.ts';
 
 /**
@@ -89,10 +90,15 @@ export class WorkerdSupervisor {
     const started = await this.#launch(interrupted);
     if (started !== 'ready') return started;
     this.#server = createServer((req, res) => this.#handle(req, res));
-    await new Promise<void>((resolve, reject) => {
-      this.#server!.once('error', reject);
-      this.#server!.listen(this.#options.port, '127.0.0.1', () => resolve());
+    const listened = await new Promise<Error | undefined>((resolve) => {
+      this.#server!.once('error', resolve);
+      this.#server!.listen(this.#options.port, '127.0.0.1', () => resolve(undefined));
     });
+    if (listened) {
+      // Taken since it was checked: workerd goes with the refusal.
+      await this.stop();
+      throw new StudioError('conflict', `port ${this.#options.port} is already in use on 127.0.0.1; pick another with --port`);
+    }
     return 'ready';
   }
 
