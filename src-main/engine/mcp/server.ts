@@ -115,7 +115,11 @@ export class ToolServer {
     const internals = server as unknown as { _onrequest(raw: { id?: unknown; method?: string; params?: { arguments?: unknown } }, extra?: unknown): void };
     const onrequest = internals._onrequest.bind(server);
     internals._onrequest = (raw, extra) => {
-      if (raw.method === 'tools/call' && raw.params?.arguments !== undefined) wireArguments.set(raw.id, raw.params.arguments);
+      if (raw.method === 'tools/call' && raw.params?.arguments !== undefined) {
+        wireArguments.set(raw.id, raw.params.arguments);
+        // A request the SDK refuses never reaches the handler: keep only the latest few.
+        if (wireArguments.size > 64) wireArguments.delete(wireArguments.keys().next().value);
+      }
       onrequest(raw, extra);
     };
     server.setRequestHandler('tools/call', async (request, ctx) => {

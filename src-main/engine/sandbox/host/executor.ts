@@ -219,6 +219,8 @@ class Run implements RunControl {
       () => undefined,
     );
     if (!this.#failure) return heap;
+    // Other calls share the isolate: one of them may be what holds it, and their own deadlines stand.
+    if (slot.inflight > 1) return undefined;
     let timer: NodeJS.Timeout | undefined;
     const stuck = new Promise<'stuck'>((resolve) => (timer = setTimeout(() => resolve('stuck'), STOP_GRACE_MS)));
     const first = await Promise.race([heap, stuck]);
