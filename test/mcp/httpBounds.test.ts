@@ -91,7 +91,7 @@ describe('HTTP server resource bounds', () => {
     await extra.closed;
     expect(extra.received()).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
     expect(extra.received()).toMatch(/\r\nRetry-After: 2\r\n/);
-    expect(extra.received()).toContain('3 connections have requests in progress (the limit)');
+    expect(extra.received()).toContain('3 connections are open and busy (the limit)');
     // Once one ends, a fresh client is served.
     third.abort();
     let status = 0;

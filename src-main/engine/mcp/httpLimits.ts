@@ -51,6 +51,9 @@ export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
   sseRetryMs: 1000,
 };
 
+/** A connection this young (ms) is not closed to make room: its request may not have been read yet. */
+const YOUNG_MS = 250;
+
 /** What a refused client is told to wait before trying again, in seconds. */
 export const RETRY_AFTER_SECONDS = 2;
 
@@ -125,14 +128,15 @@ export class CallGate {
 /**
  * Caps a server's open connections without letting the cap itself lock clients out: at the bound, a
  * new connection makes room by closing the oldest connection that has not sent a complete request
- * (silent or slow-loris sockets) or else the longest-idle keep-alive one. Only when every connection
- * has a request in progress is the new one answered 503 (Retry-After) and closed, so the client
- * learns why instead of seeing a reset. Under pressure (three quarters of the bound open), a new
- * connection must send its headers within `pressureHeadersMs`.
+ * (silent or slow-loris sockets) or else the longest-idle keep-alive one. Only when none can go is
+ * the new one answered 503 (Retry-After) and closed, so the client learns why instead of seeing a
+ * reset. Under pressure (three quarters of the bound open), a new connection must send its headers
+ * within `pressureHeadersMs`.
  * Returns the sockets refused this way, whose requests the server must then ignore.
  */
 export function capConnections(server: HttpServer, max: number, pressureHeadersMs: number): { refused: WeakSet<Socket> } {
   interface Connection {
+    opened: number;
     /** Requests whose headers arrived and whose response has not closed. */
     inFlight: number;
     /** It has sent at least one complete request head. */
@@ -147,35 +151,59 @@ export function capConnections(server: HttpServer, max: number, pressureHeadersM
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: null,
-    error: { code: -32000, message: `Server busy: ${max} connections have requests in progress (the limit); retry after ${RETRY_AFTER_SECONDS} s` },
+    error: { code: -32000, message: `Server busy: ${max} connections are open and busy (the limit); retry after ${RETRY_AFTER_SECONDS} s` },
   });
   const answer =
     `HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${RETRY_AFTER_SECONDS}\r\nContent-Type: application/json\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 
-  const makeRoom = (): boolean => {
+  /**
+   * Closes one connection to make room, if one may go: the oldest that has sent no complete request
+   * and is old enough that a prompt client would have; 'young' when there are such connections but
+   * all too young to judge yet; else the longest-idle keep-alive one (closing it races with a
+   * client reusing it, so that is the last resort).
+   */
+  const makeRoom = (): 'closed' | 'young' | 'none' => {
+    const now = Date.now();
     let victim: Socket | undefined;
+    let young = false;
     for (const [socket, c] of open) {
-      if (!c.spoke) {
-        victim = socket;
-        break;
-      }
+      if (c.spoke) continue;
+      if (now - c.opened >= YOUNG_MS) victim = socket;
+      else young = true;
+      // Those after it are younger still.
+      break;
     }
+    if (victim === undefined && young) return 'young';
     if (victim === undefined) {
       let idlest: Connection | undefined;
       for (const [socket, c] of open) {
-        if (c.inFlight === 0 && (idlest === undefined || c.idleSince < idlest.idleSince)) {
+        if (c.spoke && c.inFlight === 0 && (idlest === undefined || c.idleSince < idlest.idleSince)) {
           idlest = c;
           victim = socket;
         }
       }
     }
-    if (victim === undefined) return false;
+    if (victim === undefined) return 'none';
     open.delete(victim);
     victim.destroy();
-    return true;
+    return 'closed';
   };
-
+  // The connections of a burst are accepted before any request that came with them is read, so a
+  // client that sent its request may look silent for a moment: room is made once the server has
+  // read what is waiting (setImmediate runs after this poll phase), and a connection younger than
+  // YOUNG_MS is not closed for it. Meanwhile up to `slack` more than the bound may be open.
+  const slack = Math.max(1, Math.floor(max / 4));
+  let trimming = false;
+  const trim = (): void => {
+    trimming = false;
+    let room: ReturnType<typeof makeRoom> = 'closed';
+    while (open.size > max && (room = makeRoom()) === 'closed');
+    if (open.size > max) {
+      trimming = true;
+      setTimeout(trim, room === 'young' ? YOUNG_MS : 100).unref();
+    }
+  };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const c = open.get(req.socket);
     if (c === undefined) return;
@@ -191,22 +219,32 @@ export function capConnections(server: HttpServer, max: number, pressureHeadersM
   server.prependListener('checkContinue', onRequest);
 
   server.on('connection', (socket: Socket) => {
-    if (open.size >= max && !makeRoom()) {
+    // Refused at once when every connection has a request in progress: none will make room soon.
+    const full = open.size >= max && ![...open.values()].some((c) => !c.spoke || c.inFlight === 0);
+    if (full || (open.size >= max + slack && makeRoom() !== 'closed')) {
       refused.add(socket);
       socket.end(answer);
       // A peer that never closes its side does not keep the socket.
       setTimeout(() => socket.destroy(), 1000).unref();
       return;
     }
-    const c: Connection = { inFlight: 0, spoke: false, idleSince: Date.now() };
+    const c: Connection = { opened: Date.now(), inFlight: 0, spoke: false, idleSince: Date.now() };
     open.set(socket, c);
+    if (open.size > max && !trimming) {
+      trimming = true;
+      setImmediate(trim);
+    }
     socket.once('close', () => {
       if (open.get(socket) === c) open.delete(socket);
     });
     if (open.size >= pressureAt) {
-      setTimeout(() => {
-        if (!c.spoke && open.get(socket) === c) socket.destroy();
-      }, pressureHeadersMs).unref();
+      // Spread out, so that sockets opened together do not all close, and re-open, together.
+      setTimeout(
+        () => {
+          if (!c.spoke && open.get(socket) === c) socket.destroy();
+        },
+        pressureHeadersMs * (1 + Math.random()),
+      ).unref();
     }
   });
   return { refused };
