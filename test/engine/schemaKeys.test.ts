@@ -23,6 +23,9 @@ const SOURCE = `export default (args) => ({
 });
 `;
 
+/** What a function with no schema sees of its arguments, and whether the sandbox's Object.prototype was touched. */
+const SNOOP = 'export default (args) => ({ args: JSON.stringify(args), polluted: String(({}).polluted), plainPrototype: Object.getPrototypeOf(args) === Object.prototype })';
+
 function folderWith(spec: string, source: string): string {
   const dir = join(tempDir(), 'vendor_fields');
   mkdirSync(dir);
@@ -67,6 +70,14 @@ describe('schema keys named __proto__, constructor and prototype', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it('"__proto__" in the arguments of a function whose schema declares nothing arrives as data, polluting nothing', async () => {
+    await engine.saveFunction({ spec: { name: 'no_schema' }, source: SNOOP });
+    const result = await engine.run('no_schema', JSON.parse('{"__proto__":{"polluted":true}}'), { caller: 'test' });
+    expect(result).toMatchObject({ ok: true, value: { args: '{"__proto__":{"polluted":true}}', polluted: 'undefined', plainPrototype: true } });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(engine.runs.list({ functionName: 'no_schema', limit: 1 })[0]?.args).toEqual(JSON.parse('{"__proto__":{"polluted":true}}'));
+  });
+
   it('a result is checked against an outputSchema that names them', async () => {
     await engine.importFunctions(folderWith(SPEC.replace('"type": "array"', '"type": "string"'), SOURCE));
     const result = await engine.run('vendor_fields', JSON.parse('{"constructor":"c","__proto__":{}}'), { caller: 'test' });
@@ -79,11 +90,12 @@ describe('over MCP, with a real client', () => {
     const dataDir = tempDir();
     const seed = createEngine({ dataDir, secrets: new MemorySecretStore() });
     await seed.importFunctions(folderWith(SPEC, SOURCE));
+    await seed.saveFunction({ spec: { name: 'no_schema' }, source: SNOOP });
     seed.close();
     const client = await connect('2026-07-28', { transport: 'stdio', stdioArgs: ['--data-dir', dataDir] });
     onTestFinished(() => client.close());
 
-    const [tool] = await client.listTools();
+    const tool = (await client.listTools()).find((t) => t.name === 'vendor_fields');
     expect(JSON.stringify(tool!.inputSchema)).toBe(INPUT_SCHEMA);
     expect(JSON.stringify(tool!.outputSchema)).toBe(OUTPUT_SCHEMA);
 
@@ -92,6 +104,10 @@ describe('over MCP, with a real client', () => {
     expect(JSON.stringify(ok.structuredContent)).toBe(
       JSON.stringify(JSON.parse('{"prototype":"{\\"constructor\\":\\"c\\",\\"__proto__\\":{\\"polluted\\":true},\\"prototype\\":3}","__proto__":["constructor,__proto__,prototype","undefined","true"]}')),
     );
+
+    // A schema that declares nothing: the key still arrives as data, never as a prototype.
+    const plain = await client.callTool('no_schema', JSON.parse('{"__proto__":{"polluted":true}}'));
+    expect(plain.content[0]?.text).toBe(JSON.stringify({ args: '{"__proto__":{"polluted":true}}', polluted: 'undefined', plainPrototype: true }));
 
     const refused = await client.callTool('vendor_fields', JSON.parse('{"constructor":"c","__proto__":{"polluted":"yes"}}'));
     expect(refused.isError).toBe(true);
