@@ -149,3 +149,69 @@ describe('refused bodies: one line, nothing sent', () => {
     });
   }
 });
+
+describe('attacks on form bodies from inside the sandbox', () => {
+  /** The parts a real multipart parser (undici's, as a vendor on Node would use) reads from `request`. */
+  async function partsOf(request: SeenRequest): Promise<Array<[string, string, string | undefined]>> {
+    const form = await new Response(new Uint8Array(request.bytes), { headers: { 'content-type': String(request.headers['content-type']) } }).formData();
+    return [...form].map(([name, value]) => (typeof value === 'string' ? [name, value, undefined] : [name, value.name, value.type]));
+  }
+
+  it('a getter that gives a line break on its second read cannot inject a part header (check and copy read once)', async () => {
+    const { request } = await send(
+      'toctou_getter',
+      `{ multipart: { file: part } }`,
+      `const reads = { type: 0, name: 0 };
+      const part = { data: 'x', get contentType() { return reads.type++ === 0 ? 'text/plain' : 'text/plain\\r\\nX-Injected: 1'; }, get filename() { return reads.name++ === 0 ? 'ok.txt' : 'evil"\\r\\nX-Injected: 1'; } };`,
+    );
+    expect(request!.body).not.toContain('X-Injected');
+    expect(await partsOf(request!)).toEqual([['file', 'ok.txt', 'text/plain']]);
+  });
+
+  it('a Proxy as the form, as a repeated field and as a part is read once per value', async () => {
+    const { request } = await send(
+      'proxy_form',
+      `{ multipart: new Proxy({ a: 'x', list: new Proxy(['1', '2'], counting), file: new Proxy({ data: 'bytes', filename: 'p.txt' }, counting) }, counting) }`,
+      `let n = 0; const counting = { get(t, k, r) { const v = Reflect.get(t, k, r); return typeof v === 'string' && n++ > 50 ? 'changed' : v; } };`,
+    );
+    expect(await partsOf(request!)).toEqual([
+      ['a', 'x', undefined],
+      ['list', '1', undefined],
+      ['list', '2', undefined],
+      ['file', 'p.txt', 'application/octet-stream'],
+    ]);
+  });
+
+  it("a polluted Object.prototype and Array.prototype (push, a setter on index 0) do not change the multipart parts or the form's fields", async () => {
+    const pollute = `Object.defineProperty(Object.prototype, 'text', { get() { return 'injected'; }, configurable: true });
+      Object.prototype.contentType = 'text/html'; Object.prototype.filename = 'evil.html'; Array.prototype.push = function () { return 0; };`;
+    // A setter on index 0 would swallow the first element the prelude adds (which body, which part).
+    const setter = `Object.defineProperty(Array.prototype, '0', { set() {}, configurable: true });`;
+    const polluted = await send('polluted_multipart', `{ multipart: { a: 'x', list: ['1', '2'], file: { data: 'd', filename: 'f.txt', contentType: 'text/plain' } } }`, pollute + setter);
+    expect(polluted.error).toBeUndefined();
+    expect(await partsOf(polluted.request!)).toEqual([
+      ['a', 'x', undefined],
+      ['list', '1', undefined],
+      ['list', '2', undefined],
+      ['file', 'f.txt', 'text/plain'],
+    ]);
+    const form = (await send('polluted_form', `{ form: { a: 'x', list: ['1', '2'] } }`, pollute)).request!;
+    expect(form.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(form.body).toBe('a=x&list=1&list=2');
+  });
+
+  it('a field name or filename with CR/LF and quotes cannot add a header or a part', async () => {
+    const evil = `'a"; filename="x.html"\\r\\nContent-Type: text/html\\r\\n\\r\\n<script>'`;
+    const { request } = await send('crlf_names', `{ multipart: { [${evil}]: 'v', file: { data: 'd', filename: ${evil} } } }`);
+    const parts = await partsOf(request!);
+    expect(parts).toHaveLength(2);
+    expect(request!.body).not.toMatch(/\r\nContent-Type: text\/html/);
+    expect(request!.body).toContain('name="a%22; filename=%22x.html%22%0D%0AContent-Type: text/html%0D%0A%0D%0A<script>"\r\n\r\nv\r\n');
+    expect(request!.body).toContain('name="file"; filename="a%22; filename=%22x.html%22%0D%0AContent-Type: text/html%0D%0A%0D%0A<script>"\r\nContent-Type: application/octet-stream\r\n');
+  });
+
+  it('more parts than the limit are refused in one line, nothing sent', async () => {
+    const { error } = await send('many_parts', `{ multipart: { f: Array.from({ length: 10_001 }, (_, i) => String(i)) } }`);
+    expect(error).toBe('ctx.fetch: multipart must be at most 10000 parts');
+  });
+});

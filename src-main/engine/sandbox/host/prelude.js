@@ -692,6 +692,8 @@ export function callablePrelude(hostSync, hostStart) {
   const FORM_TYPE = 'application/x-www-form-urlencoded';
   const kindOf = (v) => (v === null ? 'null' : ArrayIsArray(v) ? 'an array' : typeof v);
   const isField = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+  // An own element, whatever setters the function put on Array.prototype's indexes (push would call them).
+  const append = (array, value) => ObjectDefineProperty(array, array.length, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
   /** Calls visit(name, value, label) for each field of `fields` (an array value is the field repeated, in order). */
   const eachField = (fields, what, visit) => {
     if (fields === null || typeof fields !== 'object' || ArrayIsArray(fields)) {
@@ -709,7 +711,7 @@ export function callablePrelude(hostSync, hostStart) {
     const pairs = [];
     eachField(form, 'form', (name, value, label) => {
       if (!isField(value)) throw new TypeErrorCtor(`ctx.fetch: form field "${label}" must be a string, number or boolean (or an array of them), not ${kindOf(value)}`);
-      call(ArrayPush, pairs, [name, str(value)]);
+      append(pairs, [name, str(value)]);
     });
     return formText(pairs);
   };
@@ -737,7 +739,7 @@ export function callablePrelude(hostSync, hostStart) {
       } else {
         throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" must be a string, number, boolean or { data, filename?, contentType? }, not ${kindOf(value)}`);
       }
-      call(ArrayPush, parts, part);
+      append(parts, part);
     });
     return parts;
   };
@@ -752,21 +754,24 @@ export function callablePrelude(hostSync, hostStart) {
         const key = BODY_OPTIONS[i];
         const value = options[key];
         if (value !== undefined && (key === 'json' || value !== null)) {
-          call(ArrayPush, given, key);
+          append(given, key);
           chosen[key] = value;
         }
       }
       if (given.length > 1) throw new TypeErrorCtor(`ctx.fetch: give one of json, body, form or multipart, not ${call(ArrayJoin, given, ' and ')}`);
       request.method = options.method === undefined ? (given.length > 0 ? 'POST' : 'GET') : str(options.method);
       const headers = headerPairs(options.headers);
-      const hasType = () => new Headers(headers).has('content-type');
+      const hasType = () => {
+        for (let i = 0; i < headers.length; i++) if (headers[i][0] === 'content-type') return true;
+        return false;
+      };
       let body;
       if (given[0] === 'json') {
         body = utf8Encode(JSONStringify(chosen.json));
-        if (!hasType()) call(ArrayPush, headers, ['content-type', 'application/json']);
+        if (!hasType()) append(headers, ['content-type', 'application/json']);
       } else if (given[0] === 'form') {
         body = utf8Encode(formBody(chosen.form));
-        if (!hasType()) call(ArrayPush, headers, ['content-type', FORM_TYPE]);
+        if (!hasType()) append(headers, ['content-type', FORM_TYPE]);
       } else if (given[0] === 'multipart') {
         if (hasType()) throw new TypeErrorCtor('ctx.fetch: multipart sets its own content-type (with the boundary); remove the content-type header');
         request.multipart = multipartParts(chosen.multipart);
@@ -776,7 +781,7 @@ export function callablePrelude(hostSync, hostStart) {
         if (typeof b === 'string') body = utf8Encode(b);
         else if (params !== undefined) {
           body = utf8Encode(params);
-          if (!hasType()) call(ArrayPush, headers, ['content-type', FORM_TYPE]);
+          if (!hasType()) append(headers, ['content-type', FORM_TYPE]);
         } else body = copyBytes(toBytes(b, 'ctx.fetch body'));
       }
       request.headers = headers;
