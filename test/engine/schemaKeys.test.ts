@@ -1,10 +1,13 @@
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { testEngine } from '../support/engine.ts';
+import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { connect } from '../support/mcpClients.ts';
 import { tempDir } from '../support/tmp.ts';
+import { until } from '../support/wait.ts';
 
 // Vendors' APIs have fields named "constructor", "prototype" and even "__proto__". A schema that
 // names them is imported, stored, validated and served exactly (JSON.parse keeps "__proto__" as an
@@ -85,25 +88,29 @@ describe('schema keys named __proto__, constructor and prototype', () => {
   });
 });
 
-describe('over MCP, with a real client', () => {
+describe.each(['2026-07-28', '2025-11-25'] as const)('over MCP, with a real client of the %s era', (era) => {
   it('tools/list serves the schemas exactly, and tools/call validates and passes such arguments exactly, polluting nothing', async () => {
     const dataDir = tempDir();
     const seed = createEngine({ dataDir, secrets: new MemorySecretStore() });
     await seed.importFunctions(folderWith(SPEC, SOURCE));
     await seed.saveFunction({ spec: { name: 'no_schema' }, source: SNOOP });
     seed.close();
-    const client = await connect('2026-07-28', { transport: 'stdio', stdioArgs: ['--data-dir', dataDir] });
+    const client = await connect(era, { transport: 'stdio', stdioArgs: ['--data-dir', dataDir] });
     onTestFinished(() => client.close());
 
     const tool = (await client.listTools()).find((t) => t.name === 'vendor_fields');
-    expect(JSON.stringify(tool!.inputSchema)).toBe(INPUT_SCHEMA);
-    expect(JSON.stringify(tool!.outputSchema)).toBe(OUTPUT_SCHEMA);
+    // The 1.x client SDK (2025 era) drops a "__proto__" property while it parses the list on its own
+    // side (the wire is exact: see below), so only the properties it keeps are compared.
+    const kept = era === '2026-07-28' ? INPUT_SCHEMA : INPUT_SCHEMA.replace('"__proto__":{"type":"object","properties":{"polluted":{"type":"boolean"}},"additionalProperties":false},', '');
+    expect(JSON.stringify(tool!.inputSchema)).toBe(kept);
+    expect(JSON.stringify(tool!.outputSchema)).toBe(era === '2026-07-28' ? OUTPUT_SCHEMA : OUTPUT_SCHEMA.replace(',"__proto__":{"type":"array"}', ''));
 
     const ok = await client.callTool('vendor_fields', JSON.parse('{"constructor":"c","__proto__":{"polluted":true},"prototype":3}'));
     expect(ok.isError, JSON.stringify(ok.content)).toBeFalsy();
-    expect(JSON.stringify(ok.structuredContent)).toBe(
-      JSON.stringify(JSON.parse('{"prototype":"{\\"constructor\\":\\"c\\",\\"__proto__\\":{\\"polluted\\":true},\\"prototype\\":3}","__proto__":["constructor,__proto__,prototype","undefined","true"]}')),
-    );
+    const seen = JSON.stringify(JSON.parse('{"prototype":"{\\"constructor\\":\\"c\\",\\"__proto__\\":{\\"polluted\\":true},\\"prototype\\":3}","__proto__":["constructor,__proto__,prototype","undefined","true"]}'));
+    expect(ok.content[0]?.text).toBe(seen);
+    // structuredContent as the client SDK gives it (the 1.x SDK drops "__proto__" from it on its side).
+    if (era === '2026-07-28') expect(JSON.stringify(ok.structuredContent)).toBe(seen);
 
     // A schema that declares nothing: the key still arrives as data, never as a prototype.
     const plain = await client.callTool('no_schema', JSON.parse('{"__proto__":{"polluted":true}}'));
@@ -115,3 +122,27 @@ describe('over MCP, with a real client', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe('on the wire', () => {
+  it('tools/list carries the schemas exactly to a client of the 2025 era too (its 1.x SDK drops "__proto__" only on its own side)', async () => {
+    const dataDir = tempDir();
+    const seed = createEngine({ dataDir, secrets: new MemorySecretStore() });
+    await seed.importFunctions(folderWith(SPEC, SOURCE));
+    seed.close();
+    const child = spawn(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'mcp', '--data-dir', dataDir], { stdio: ['pipe', 'pipe', 'ignore'] });
+    onTestFinished(() => void child.kill());
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    for (const message of [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ]) child.stdin.write(`${JSON.stringify(message)}\n`);
+    await until(() => out.includes('"id":2'), 'the tools/list answer');
+    const line = out.split('\n').find((l) => l.includes('"id":2'))!;
+    const [tool] = (JSON.parse(line) as { result: { tools: Array<{ inputSchema: unknown; outputSchema: unknown }> } }).result.tools;
+    expect(JSON.stringify(tool!.inputSchema)).toBe(INPUT_SCHEMA);
+    expect(JSON.stringify(tool!.outputSchema)).toBe(OUTPUT_SCHEMA);
+  });
+});
+
