@@ -108,3 +108,40 @@ describe('shutting the HTTP server down', () => {
     }
   });
 });
+
+describe('closing the HTTP server while calls run on', () => {
+  // An engine of its own: the one above was told to stop, and refuses every run since.
+  const engine = testEngine();
+
+  for (const [era, errorClass] of [
+    ['2025-11-25', McpError],
+    ['2026-07-28', ProtocolError],
+  ] as Array<[Era, new (...args: never[]) => Error]>) {
+    it(`closing while a ${era} call runs on (the engine not stopping it, as when the studio stops its server) answers it "did not finish" after a short grace`, async () => {
+      const vendor = await waitVendorFunction(engine);
+      const token = 'shutdown-token-0123456789';
+      const server = await startMcpHttpServer(engine, { host: '127.0.0.1', port: 0, token, diagnostic: () => {} });
+      const client = await connect(era, { transport: 'http', url: `http://127.0.0.1:${server.port}/mcp`, token });
+      try {
+        const seen = vendor.seen();
+        const call = client.callTool('wait_vendor', { tag: 'straggler' }).then(
+          (result) => ({ result }),
+          (error: unknown) => ({ error }),
+        );
+        await until(() => vendor.seen() === seen + 1, 'the call at the vendor');
+        const started = performance.now();
+        await server.close();
+        const outcome = await call;
+        expect(outcome, JSON.stringify(outcome)).toHaveProperty('error');
+        const error = (outcome as { error: Error }).error;
+        expect(error, `${error.constructor.name}: ${error.message}`).toBeInstanceOf(errorClass);
+        expect(error.message).toMatch(/the server is shutting down; this call did not finish/);
+        expect(performance.now() - started).toBeLessThan(3000);
+      } finally {
+        vendor.release();
+        await client.close().catch(() => {});
+        await server.close();
+      }
+    });
+  }
+});

@@ -10,7 +10,7 @@ import { CallGate, capConnections, DEFAULT_HTTP_LIMITS, RETRY_AFTER_SECONDS, typ
 import { originAllowed, sameHostOrigins } from './httpOrigin.ts';
 import { cancelledIdOf, requestsOf, TrackedTransport, type RequestId } from './httpSession.ts';
 import type { McpEnginePort as Engine } from './port.ts';
-import { SHUTTING_DOWN, ToolServer } from './server.ts';
+import { ToolServer } from './server.ts';
 
 export interface HttpOptions {
   host: string;
@@ -164,7 +164,7 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
     const slot = await calls.enter(weight, AbortSignal.any([gone.signal, stopping.signal]));
     res.off('close', onClose);
     if (slot === 'gone') {
-      if (stopping.signal.aborted && !res.headersSent) answerShutdown(res, requests.map((r) => r.id));
+      if (stopping.signal.aborted && !res.headersSent) answerShutdown(res, requests.map((r) => r.id), NOT_STARTED);
       return null;
     }
     if (slot === 'busy') {
@@ -404,8 +404,8 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
       const deadline = Date.now() + SHUTDOWN_GRACE_MS;
       const inFlight = (): number => modernCalls.size + [...sessions.values()].reduce((n, s) => n + s.transport.inflightCount, 0);
       while (inFlight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-      for (const s of sessions.values()) await s.transport.answerAll(SHUTTING_DOWN).catch(() => {});
-      for (const [res, ids] of modernCalls) answerShutdown(res, ids);
+      for (const s of sessions.values()) await s.transport.answerAll(NOT_FINISHED).catch(() => {});
+      for (const [res, ids] of modernCalls) answerShutdown(res, ids, NOT_FINISHED);
       stopWatching();
       clearInterval(sweeper);
       for (const s of sessions.values()) await s.transport.close().catch(() => {});
@@ -418,15 +418,18 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
 
 /** How long closing waits for running calls to be answered by their functions' ends. */
 const SHUTDOWN_GRACE_MS = 500;
+/** What a call gets that was still waiting for a slot, or still running, when the server closed. */
+const NOT_STARTED = 'the server is shutting down; this call did not start: call again once it is back';
+const NOT_FINISHED = 'the server is shutting down; this call did not finish: call again once it is back';
 
 /**
- * Answers the requests `ids` of a response with the shutting-down error: as a JSON body when nothing
+ * Answers the requests `ids` of a response with a shutting-down error: as a JSON body when nothing
  * was sent yet (HTTP 200, so the client reads the JSON-RPC error rather than a transport failure),
  * as a last event on an SSE stream otherwise; then ends it.
  */
-function answerShutdown(res: ServerResponse, ids: RequestId[]): void {
+function answerShutdown(res: ServerResponse, ids: RequestId[], message: string): void {
   if (res.writableEnded || res.destroyed) return;
-  const errors = ids.map((id) => ({ jsonrpc: '2.0', id, error: { code: -32603, message: SHUTTING_DOWN } }));
+  const errors = ids.map((id) => ({ jsonrpc: '2.0', id, error: { code: -32603, message } }));
   if (!res.headersSent) {
     res.shouldKeepAlive = false;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(errors.length === 1 ? errors[0] : errors));
