@@ -148,6 +148,13 @@ describe('a vendor echoing a stored secret outside the body', () => {
     expectNoSecret(await seenBy('/follow'));
   });
 
+  it('in a redirect Location whose characters the URL parser percent-encodes on the way (<, >, non-ASCII), in the final URL and in a refusal', async () => {
+    routes.set('/parsed', (res) => res.writeHead(302, { location: `/landed/${HTML}/${ACCENT}?k=${HTML}&a=${ACCENT}` }).end());
+    expectNoSecret(await seenBy('/parsed'));
+    routes.set('/parsed-away', (res) => res.writeHead(302, { location: `https://not-allowed.example/${HTML}/${ACCENT}?k=${HTML}&a=${ACCENT}` }).end());
+    expectNoSecret(await seenBy('/parsed-away'));
+  });
+
   it('in the status text and in a content coding the host cannot decode (the refusal quotes it)', async () => {
     routes.set('/status', (res) => res.writeHead(200, `OK ${SECRET}`).end('ok'));
     expectNoSecret(await seenBy('/status'));
