@@ -58,7 +58,8 @@ describe('Streamable HTTP refuses bad requests cleanly and keeps serving', () =>
 
   it('binds to 127.0.0.1 and says how to get the token', () => {
     expect(serve.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-    expect(serve.stderr()).toContain('callable token');
+    // The hint starts the way the CLI was started (here node …/bin/callable.js).
+    expect(serve.stderr()).toMatch(/print the token with: \S*node\S* \S*bin\/callable\.js token\n/);
   });
 
   it('refuses a missing or wrong token with 401 and a WWW-Authenticate challenge', async () => {
