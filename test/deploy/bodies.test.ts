@@ -121,12 +121,14 @@ describe('ctx.fetch with a body, deployed on workerd', () => {
     }
   });
 
-  it('refuses a content-length the function sets itself, and more than one kind of body', async () => {
-    const own = await client.callTool('send', { method: 'POST', options: { body: 'x', headers: { 'content-length': '1' } } });
-    expect(own.content[0]!.text).toBe(
-      `send failed (egress_refused): POST http://127.0.0.1:${vendor.port}/in refused: the "content-length" header is set by the host, not by the function; remove it`,
-    );
-    const both = await client.callTool('send', { method: 'POST', options: { json: {}, form: { a: 'b' } } });
-    expect(both.content[0]!.text).toBe('send failed: TypeError: ctx.fetch: give one of json, body, form or multipart, not json and form');
+  it('refuses a content-length the function sets itself, and more than one kind of body, as locally', async () => {
+    const ownLength = { method: 'POST', options: { body: 'x', headers: { 'content-length': '1' } } };
+    const refusal = `POST http://127.0.0.1:${vendor.port}/in refused: the "content-length" header is set by the host, not by the function; remove it`;
+    expect((await client.callTool('send', ownLength)).content[0]!.text).toBe(`send failed: Error: ${refusal}`);
+    expect(await engine.run('send', ownLength, { caller: 'test' })).toMatchObject({ ok: false, error: { code: 'function_error', message: `Error: ${refusal}` } });
+    const twoBodies = { method: 'POST', options: { json: {}, form: { a: 'b' } } };
+    const mistake = 'TypeError: ctx.fetch: give one of json, body, form or multipart, not json and form';
+    expect((await client.callTool('send', twoBodies)).content[0]!.text).toBe(`send failed: ${mistake}`);
+    expect(await engine.run('send', twoBodies, { caller: 'test' })).toMatchObject({ ok: false, error: { code: 'function_error', message: mistake } });
   });
 });

@@ -155,7 +155,7 @@ describe('a name that resolves to a private address', () => {
     try {
       const result = await client.callTool('sneaky', {});
       expect(result.isError).toBe(true);
-      expect(textOf(result)).toContain(`sneaky failed (fetch_failed): GET https://localhost:${port}/: request failed:`);
+      expect(textOf(result)).toContain(`sneaky failed: Error: GET https://localhost:${port}/: request failed:`);
       expect(connections).toBe(0);
     } finally {
       await client.close().catch(() => {});

@@ -226,7 +226,9 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
   it('refuses egress to a host not on allowedHosts', async () => {
     const result = await (await client(era)).callTool('go_unlisted', {});
     expect(result.isError).toBe(true);
-    expect(textOf(result)).toContain(`go_unlisted failed (egress_refused): GET https://api.example.com/v1 refused: api.example.com is not on this function's allowedHosts`);
+    expect(textOf(result)).toBe(
+      `go_unlisted failed: Error: GET https://api.example.com/v1 refused: api.example.com is not an allowed host: allowedHosts is 127.0.0.1:${vendor.port}; add it to the function's allowedHosts`,
+    );
   });
 
   it('refuses a metadata address and a CGNAT address even when the list names them', async () => {
@@ -241,11 +243,11 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
   it('refuses plain http to a name, a proxy header, a redirect off the list, and a credential towards another host', async () => {
     const c = await client(era);
     const http = await c.callTool('probe', { url: 'http://api.example.com/v1' });
-    expect(textOf(http)).toContain('probe failed (egress_refused): GET http://api.example.com/v1 refused: plain http is refused: use https');
+    expect(textOf(http)).toContain('probe failed: Error: GET http://api.example.com/v1 refused: plain http is refused: use https');
     const proxy = await c.callTool('probe', { url: `http://127.0.0.1:${vendor.port}/x`, headers: { 'proxy-authorization': 'Basic eA==' } });
     expect(textOf(proxy)).toContain('refused: the "proxy-authorization" header is set by the host, not by the function; remove it');
     const hop = await c.callTool('probe', { url: `http://127.0.0.1:${vendor.port}/redirect` });
-    expect(textOf(hop)).toContain("probe failed (egress_refused): GET https://evil.example/stolen refused: evil.example is not on this function's allowedHosts");
+    expect(textOf(hop)).toContain('probe failed: Error: GET https://evil.example/stolen refused: evil.example is not an allowed host');
     const before = vendor.seen.length;
     const elsewhere = await c.callTool('probe', { url: 'https://api.example.com/v1', credential: 'vendor_key' });
     expect(textOf(elsewhere)).toContain(`refused: credential "vendor_key" may only be sent to 127.0.0.1:${vendor.port}`);
@@ -275,7 +277,7 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
     const c = await client(era);
     expect(textOf(await c.callTool('bad_output', {}))).toBe('bad_output failed (output_invalid): the result does not match the outputSchema: result.n must be number');
     expect(textOf(await c.callTool('too_big', {}))).toBe('too_big stopped at a sandbox limit (result_too_large): the result is 2002 bytes, over the result size limit of 1024 bytes (limits.resultBytes); return less or raise the limit');
-    expect(textOf(await c.callTool('too_chatty', {}))).toBe('too_chatty stopped at a sandbox limit (log_limit): the function logged more than 1024 bytes (limits.logBytes)');
+    expect(textOf(await c.callTool('too_chatty', {}))).toBe('too_chatty stopped at a sandbox limit (log_limit): the function logged more than 1024 bytes (limits.logBytes); log less or raise the limit');
   });
 
   it('ends a call at its deadline', async () => {
@@ -357,7 +359,7 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
   it('enforces the fetch-count and response-size limits', async () => {
     const c = await client(era);
     const many = await c.callTool('many_fetches', {});
-    expect(textOf(many)).toBe('many_fetches stopped at a sandbox limit (fetch_limit): more than 2 fetches (limits.fetchCount); raise it if that is expected');
+    expect(textOf(many)).toBe('many_fetches stopped at a sandbox limit (fetch_limit): the function made more than 2 requests (limits.fetchCount); make fewer or raise the limit');
     const big = await c.callTool('big_body', {});
     expect(textOf(big)).toBe(
       `big_body stopped at a sandbox limit (response_too_large): the response from 127.0.0.1:${vendor.port} is larger than the response body limit (1024 bytes); raise limits.responseBytes if that is expected`,

@@ -7,6 +7,7 @@ import { startServe, type ServeProcess } from '../support/callable.ts';
 import { freePort, startDeployServe, type DeployServe } from '../deploy/support.ts';
 import { defineFunction } from '../support/engine.ts';
 import { seedMcpFunctions } from '../support/fixtures.ts';
+import { vendorServer } from '../support/vendor.ts';
 import { connect, type Era, type TestClient, type TransportKind } from '../support/mcpClients.ts';
 
 /**
@@ -24,18 +25,48 @@ const cases: Array<[TransportKind | 'workerd', Era]> = [
   ['workerd', '2025-11-25'],
 ];
 
+/** A local server standing in for a vendor, for the functions that fetch. */
+let vendor: Awaited<ReturnType<typeof vendorServer>>;
+beforeAll(async () => {
+  vendor = await vendorServer((req, res) => res.end(req.url.startsWith('/big') ? 'x'.repeat(5000) : 'ok'));
+});
+
 /** What a model reads when a call fails: the same words from every server. */
-const FAILURES: Array<[string, Record<string, unknown>, string | RegExp]> = [
+const failures = (here: string): Array<[string, Record<string, unknown>, string | RegExp]> => [
   ['echo', { txt: 'typo' }, 'Invalid arguments for echo: args.text is required; args has an unexpected property "txt". Fix the arguments to match the tool\'s input schema and call again.'],
   ['broken', {}, 'broken failed: Error: vendor said no'],
   ['sleepy', {}, 'sleepy stopped at a sandbox limit (timeout): the run exceeded its deadline of 300 ms (timeoutMs); make it faster or raise timeoutMs'],
   // The local sandbox counts the result with its envelope: the figure differs by a few bytes.
   ['too_big', {}, /^too_big stopped at a sandbox limit \(result_too_large\): the result is 20\d\d bytes, over the result size limit of 1024 bytes \(limits\.resultBytes\); return less or raise the limit$/],
   ['bad_output', {}, 'bad_output failed (output_invalid): the result does not match the outputSchema: result.n must be number'],
+  ['too_chatty', {}, 'too_chatty stopped at a sandbox limit (log_limit): the function logged more than 1024 bytes (limits.logBytes); log less or raise the limit'],
+  [
+    'go_unlisted',
+    {},
+    `go_unlisted failed: Error: GET https://api.example.com/v1 refused: api.example.com is not an allowed host: allowedHosts is ${here}; add it to the function's allowedHosts`,
+  ],
+  ['many_fetches', {}, 'many_fetches stopped at a sandbox limit (fetch_limit): the function made more than 2 requests (limits.fetchCount); make fewer or raise the limit'],
+  [
+    'big_body',
+    {},
+    `big_body stopped at a sandbox limit (response_too_large): the response from ${here} is larger than the response body limit (1024 bytes); raise limits.responseBytes if that is expected`,
+  ],
 ];
 
-/** The functions FAILURES calls, beside the MCP suites' own. */
-async function seedFailingFunctions(engine: Engine): Promise<void> {
+/** The functions `failures` calls, beside the MCP suites' own. */
+async function seedFailingFunctions(engine: Engine, here: string): Promise<void> {
+  await defineFunction(engine, { name: 'too_chatty', description: 'Logs more than its log limit', limits: { logBytes: 1024 } }, 'export default (a, ctx) => { ctx.log("y".repeat(2000)); return "said it"; }');
+  await defineFunction(engine, { name: 'go_unlisted', description: 'Fetches a host not on its list', allowedHosts: [here] }, "export default async (a, ctx) => (await ctx.fetch('https://api.example.com/v1')).status");
+  await defineFunction(
+    engine,
+    { name: 'many_fetches', description: 'Fetches three times, even when refused', allowedHosts: [here], limits: { fetchCount: 2 } },
+    `export default async (a, ctx) => { for (let i = 0; i < 3; i++) await ctx.fetch('http://${here}/n' + i).catch(() => {}); return 'all three'; }`,
+  );
+  await defineFunction(
+    engine,
+    { name: 'big_body', description: 'Reads a body over its limit', allowedHosts: [here], limits: { responseBytes: 1024 } },
+    `export default async (a, ctx) => (await (await ctx.fetch('http://${here}/big')).text()).length`,
+  );
   await defineFunction(engine, { name: 'sleepy', description: 'Outlives its deadline', timeoutMs: 300 }, 'export default async () => { await new Promise((r) => setTimeout(r, 5000)); return "late"; }');
   await defineFunction(engine, { name: 'too_big', description: 'Returns more than its result limit', limits: { resultBytes: 1024 } }, 'export default () => "x".repeat(2000)');
   await defineFunction(
@@ -69,7 +100,7 @@ for (const [transport, era] of cases) {
       dataDir = mkdtempSync(join(tmpdir(), `callable-mcp-${transport}-`));
       engine = createEngine({ dataDir });
       await seedMcpFunctions(engine);
-      await seedFailingFunctions(engine);
+      await seedFailingFunctions(engine, `127.0.0.1:${vendor.port}`);
       if (transport === 'workerd') {
         deployed = await startDeployServe(dataDir, ['--port', String(await freePort())]);
         client = await connect(era, { transport: 'http', url: deployed.url, token: deployed.token });
@@ -92,7 +123,7 @@ for (const [transport, era] of cases) {
 
     it('lists the enabled functions with their schemas and annotations', async () => {
       const tools = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['bad_output', 'broken', 'chatty', 'echo', 'picture', 'sleepy', 'slow', 'too_big']);
+      expect(tools.map((t) => t.name).sort()).toEqual(['bad_output', 'big_body', 'broken', 'chatty', 'echo', 'go_unlisted', 'many_fetches', 'picture', 'sleepy', 'slow', 'too_big', 'too_chatty']);
       const echo = tools.find((t) => t.name === 'echo')!;
       expect(echo).toMatchObject({
         title: 'Echo',
@@ -111,7 +142,7 @@ for (const [transport, era] of cases) {
     });
 
     it('answers bad arguments, a throwing function, limits and a broken output schema with error results in the same words', async () => {
-      for (const [name, args, text] of FAILURES) {
+      for (const [name, args, text] of failures(`127.0.0.1:${vendor.port}`)) {
         const result = await client.callTool(name, args);
         expect(result.isError, name).toBe(true);
         expect(result.content, name).toEqual([{ type: 'text', text: typeof text === 'string' ? text : expect.stringMatching(text) }]);

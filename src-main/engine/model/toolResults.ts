@@ -45,3 +45,19 @@ export function resultTooLargeMessage(bytes: number, limitBytes: number, fixedLi
   if (fixedLimit !== undefined) return `the result is ${bytes} bytes, over ${fixedLimit} (${limitBytes} bytes); return less`;
   return `the result is ${bytes} bytes, over the result size limit of ${limitBytes} bytes (limits.resultBytes); return less or raise the limit`;
 }
+
+/** A run that asked for more fetches than limits.fetchCount allows. */
+export function fetchLimitMessage(limit: number): string {
+  return `the function made more than ${limit} requests (limits.fetchCount); make fewer or raise the limit`;
+}
+
+/** A run that logged more than limits.logBytes. */
+export function logLimitMessage(limit: number): string {
+  return `the function logged more than ${limit} bytes (limits.logBytes); log less or raise the limit`;
+}
+
+/** Why a request to `host` is refused: it is not on the function's allowedHosts. */
+export function notAllowedHostReason(host: string, allowedHosts: readonly string[]): string {
+  const allowed = allowedHosts.length === 0 ? 'the function has no allowedHosts (no network)' : `allowedHosts is ${allowedHosts.join(', ')}`;
+  return `${host} is not an allowed host: ${allowed}; add it to the function's allowedHosts`;
+}

@@ -7,6 +7,7 @@ import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import type { Redactor } from '../credentials/redact.ts';
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
+import { notAllowedHostReason } from '../model/toolResults.ts';
 import { classifyAddress, isIpLiteral, unbracket } from './addresses.ts';
 
 /** Resolves a hostname to every address it has. Injected so tests can make a name resolve anywhere. */
@@ -193,8 +194,7 @@ function checkUrl(raw: string, patterns: HostPattern[], policy: FetchPolicy, req
   const hostname = url.hostname;
   const matching = patterns.filter((p) => hostMatches(p, hostname, port, defaultPort));
   if (matching.length === 0) {
-    const allowed = patterns.length === 0 ? 'the function has no allowedHosts (no network)' : `allowedHosts is ${patterns.map(describePattern).join(', ')}`;
-    throw refused(policy, request, display, redirectFrom, `${url.host} is not an allowed host: ${allowed}; add it to the function's allowedHosts`);
+    throw refused(policy, request, display, redirectFrom, notAllowedHostReason(url.host, patterns.map(describePattern)));
   }
   const namedLiteral = isIpLiteral(hostname) && matching.some((p) => p.literal && p.host === hostname);
   if (url.protocol === 'http:' && !namedLiteral) {

@@ -6,6 +6,7 @@
 // one trace entry per hop. Bundled by `callable deploy`; the secrets never leave this Worker.
 import { hostMatches, isHostPatternError, parseHostPattern } from '../../model/hosts.ts';
 import { classifyAddress, isIpLiteral, unbracket } from '../../net/addresses.ts';
+import { notAllowedHostReason } from '../../model/toolResults.ts';
 import { POLICIES, CREDENTIALS } from 'callable:egress';
 
 const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
@@ -28,7 +29,7 @@ function checkUrl(url, patterns, allowedHosts) {
   const hostname = url.hostname.toLowerCase();
   const named = patterns.some((p) => hostMatches(p, hostname, port, defaultPort));
   if (!named) {
-    return `${url.host} is not on this function's allowedHosts (${allowedHosts.length === 0 ? 'empty: no network' : allowedHosts.join(', ')})`;
+    return notAllowedHostReason(url.host, allowedHosts);
   }
   const literal = isIpLiteral(hostname);
   const exact = literal && patterns.some((p) => p.literal && !p.wildcard && p.host === hostname && (p.port ?? defaultPort) === port);

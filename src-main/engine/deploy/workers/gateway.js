@@ -8,7 +8,7 @@ import { WorkerEntrypoint } from 'cloudflare:workers';
 import { CLIENT_INFO_META_KEY, createMcpHandler, hostHeaderValidationResponse, localhostAllowedHostnames, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import { originAllowed } from '../../mcp/httpOrigin.ts';
 import { formatAjvErrors } from '../../functions/schemas.ts';
-import { describeToolFailure, resultTooLargeMessage, timeoutMessage, toolErrorResult } from '../../model/toolResults.ts';
+import { describeToolFailure, fetchLimitMessage, resultTooLargeMessage, timeoutMessage, toolErrorResult } from '../../model/toolResults.ts';
 import { CATALOG, SETTINGS, RUNTIME } from 'callable:catalog';
 import { VALIDATORS } from 'callable:validators';
 
@@ -39,7 +39,7 @@ export class Outbound extends WorkerEntrypoint {
     const call = calls.get(this.ctx.props.callId);
     if (!call) return refusal('cancelled', 'the run has ended');
     if (call.fetches >= call.fn.limits.fetchCount) {
-      return refusal('fetch_limit', `more than ${call.fn.limits.fetchCount} fetches (limits.fetchCount); raise it if that is expected`);
+      return refusal('fetch_limit', fetchLimitMessage(call.fn.limits.fetchCount));
     }
     call.fetches++;
     const headers = new Headers(request.headers);

@@ -6,7 +6,7 @@
 // Nothing here sees a secret.
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import fn from './function.js';
-import { resultTooLargeMessage } from '../../model/toolResults.ts';
+import { logLimitMessage, resultTooLargeMessage } from '../../model/toolResults.ts';
 
 /** The longest progress message passed on, as in the local sandbox (src-main/engine/sandbox/host/bridge.ts). */
 const PROGRESS_MESSAGE_CHARS = 1000;
@@ -49,14 +49,13 @@ function safeJson(value) {
   }
 }
 
-/** A refusal or limit the egress Worker answered with, as the local sandbox reports it. */
-class EgressError extends Error {
-  constructor(code, message) {
-    super(message);
-    this.name = 'EgressError';
-    this.code = code;
-  }
+/** A refusal the function gets, as the local sandbox gives it: an Error with the refusal's code. */
+function hostError(code, message) {
+  return Object.assign(new Error(message), { code });
 }
+
+/** Refusals that end the run, whether or not the function catches them (as locally). */
+const RUN_ENDING = new Set(['fetch_limit', 'response_too_large']);
 
 /** Headers that frame the body: workerd sets them from the body, so the function may not. */
 const FRAMING = new Set(['content-length', 'transfer-encoding']);
@@ -110,7 +109,8 @@ function multipartBody(multipart) {
   return data;
 }
 
-async function ctxFetch(input, init) {
+/** ctx.fetch; `run.fail` records a refusal that ends the run. */
+async function ctxFetch(input, init, run) {
   const options = init ?? {};
   const headers = new Headers(options.headers ?? undefined);
   const given = BODY_OPTIONS.filter((k) => options[k] !== undefined && (k === 'json' || options[k] !== null));
@@ -136,14 +136,18 @@ async function ctxFetch(input, init) {
       } catch {
         /* the egress Worker refuses a bad URL */
       }
-      throw new EgressError('egress_refused', `${method.toUpperCase()} ${shown} refused: the "${name}" header is set by the host, not by the function; remove it`);
+      throw hostError('egress_refused', `${method.toUpperCase()} ${shown} refused: the "${name}" header is set by the host, not by the function; remove it`);
     }
   }
   if (options.credential !== undefined) headers.set('x-callable-credential', String(options.credential));
   headers.set('x-callable-redirect', options.redirect === undefined ? 'follow' : String(options.redirect));
   const res = await fetch(String(input), { method, headers, body, redirect: 'manual' });
   const refusal = res.headers.get('x-callable-error');
-  if (refusal) throw new EgressError(refusal, await res.text());
+  if (refusal) {
+    const message = await res.text();
+    if (RUN_ENDING.has(refusal)) run.fail(refusal, message);
+    throw hostError(refusal, message);
+  }
   const bytes = new Uint8Array(await res.arrayBuffer());
   const out = new Headers(res.headers);
   out.delete('x-callable-final-url');
@@ -183,11 +187,13 @@ export default class extends WorkerEntrypoint {
   async #attempt(args, meta, report) {
     const logs = [];
     let logBytes = 0;
-    let logOverflow = false;
+    // The first limit crossed ends the run with its error, whatever the function does next.
+    let ended;
+    const run = { fail: (code, message) => void (ended ??= { ok: false, error: { code, message }, logs }) };
     const log = (level, parts) => {
       const message = format(parts);
       logBytes += message.length;
-      if (logBytes > meta.logBytes) logOverflow = true;
+      if (logBytes > meta.logBytes) run.fail('log_limit', logLimitMessage(meta.logBytes));
       else {
         logs.push({ level, message });
         report('log', level, message);
@@ -199,7 +205,7 @@ export default class extends WorkerEntrypoint {
     ctxLog.warn = (...a) => log('warn', a);
     ctxLog.error = (...a) => log('error', a);
     const ctx = Object.freeze({
-      fetch: ctxFetch,
+      fetch: (input, init) => ctxFetch(input, init, run),
       log: Object.freeze(ctxLog),
       progress: (progress, total, message) => {
         const done = +progress;
@@ -221,7 +227,7 @@ export default class extends WorkerEntrypoint {
     if (typeof handler !== 'function') return { ok: false, error: { code: 'function_error', message: 'TypeError: the module has no default export function' }, logs };
     try {
       const value = await handler(args, ctx);
-      if (logOverflow) return { ok: false, error: { code: 'log_limit', message: `the function logged more than ${meta.logBytes} bytes (limits.logBytes)` }, logs };
+      if (ended) return ended;
       // The result is sized here, before it crosses to the gateway (an RPC message has a limit of its own).
       const sized = (outcome, text) => {
         const bytes = new TextEncoder().encode(text).byteLength;
@@ -239,7 +245,7 @@ export default class extends WorkerEntrypoint {
       }
       return sized({ ok: true, json, logs }, json);
     } catch (error) {
-      if (error instanceof EgressError) return { ok: false, error: { code: error.code, message: error.message }, logs };
+      if (ended) return ended;
       const name = error && typeof error === 'object' ? String(error.name ?? 'Error') : 'Error';
       const message = error && typeof error === 'object' ? String(error.message ?? '') : `a non-Error value was thrown: ${safeJson(error)}`;
       return { ok: false, error: { code: 'function_error', message: `${name}: ${message}` }, logs };

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type ivm from 'isolated-vm';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
 import type { LogEntry, LogLevel } from '../../model/index.ts';
+import { fetchLimitMessage, logLimitMessage } from '../../model/toolResults.ts';
 import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../protocol.ts';
 import { encodeMultipart, readParts } from './multipart.ts';
 
@@ -204,7 +205,7 @@ export class RunBridge implements HostBinding {
     this.#logBytes += Buffer.byteLength(text) + 1;
     const limit = this.#job.limits.logBytes;
     if (this.#logBytes > limit) {
-      this.#run.fail('log_limit', `the function logged more than ${limit} bytes (limits.logBytes); log less or raise the limit`, { limit: 'logBytes' });
+      this.#run.fail('log_limit', logLimitMessage(limit), { limit: 'logBytes' });
       return refusal('log limit reached', 'log_limit');
     }
     const entry: LogEntry = { level: level as LogLevel, message: text, at: Math.round(performance.now() - this.#run.started) };
@@ -238,7 +239,7 @@ export class RunBridge implements HostBinding {
     this.#fetches++;
     if (this.#fetches > this.#job.limits.fetchCount) {
       const limit = this.#job.limits.fetchCount;
-      this.#run.fail('fetch_limit', `the function made more than ${limit} requests (limits.fetchCount); make fewer or raise the limit`, { limit: 'fetchCount' });
+      this.#run.fail('fetch_limit', fetchLimitMessage(limit), { limit: 'fetchCount' });
       return refusal('fetch limit reached', 'fetch_limit');
     }
     const request = readRequest(payload);
