@@ -30,7 +30,7 @@ const serve: Command = {
     ['--port N', 'the port (default 7777; 0 picks a free one)'],
     ['--host ADDR', 'the address to listen on (default 127.0.0.1, this machine only)'],
     ['--no-auth', 'accept calls without the bearer token (any local program may call your functions)'],
-    ['--allow-origin ORIGIN', 'accept browser requests from this origin, e.g. http://localhost:6274 (repeatable; none by default)'],
+    ['--allow-origin ORIGIN', 'accept browser requests from this origin, e.g. http://localhost:6274 (repeatable; by default only pages of the server\'s own loopback address and port)'],
   ],
   examples: ['callable serve --port 7777'],
   async run(ctx) {

@@ -26,7 +26,8 @@ export interface HttpOptions {
   sessionIdleMs?: number;
   /**
    * Browser origins (canonical scheme://host[:port], see normalizeOrigin) whose requests are
-   * accepted; requests without an Origin header are not browser requests and always pass.
+   * accepted besides the server's own loopback origins; requests without an Origin header are not
+   * browser requests and always pass.
    */
   allowedOrigins?: readonly string[];
   /** Resource bounds; each defaults to DEFAULT_HTTP_LIMITS. */
