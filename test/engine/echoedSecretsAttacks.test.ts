@@ -180,6 +180,42 @@ describe('a vendor splitting or wrapping the body', () => {
   });
 });
 
+describe('a vendor stacking content codings to make the host work', () => {
+  /** A gzip stream of `blocks` empty stored blocks: 5 bytes each on the wire, nothing when decoded. */
+  const emptyGzip = (blocks: number) =>
+    Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]), Buffer.alloc(5 * blocks, Buffer.from([0, 0, 0, 0xff, 0xff])), Buffer.from([1, 0, 0, 0xff, 0xff]), Buffer.alloc(8)]);
+
+  /** The run of a function that fetches `path` under a 1 MB response limit. */
+  async function fetched(name: string, path: string) {
+    await defineFunction(
+      engine,
+      { name, allowedHosts: [`127.0.0.1:${port}`], limits: { responseBytes: 1_048_576 }, timeoutMs: 20_000 },
+      `export default async (a, ctx) => ctx.fetch('http://127.0.0.1:${port}${path}').then(async (r) => ({ length: (await r.text()).length }), (e) => ({ code: e.code, message: e.message }))`,
+    );
+    return engine.run(name, {}, { caller: 'test' });
+  }
+
+  it('a layer that decodes past the response limit is stopped there, though the last layer decodes to nothing', async () => {
+    // 2 MB of empty gzip blocks inside gzip: a few KB on the wire, an empty body at the end.
+    const inner = emptyGzip(400_000);
+    routes.set('/expanding', (res) => res.writeHead(200, { 'content-encoding': 'gzip, gzip' }).end(gzipSync(inner)));
+    expect(await fetched('expanding_layers', '/expanding')).toMatchObject({ ok: false, error: { code: 'response_too_large' } });
+    // The same stack under the limit is decoded as usual.
+    routes.set('/small-layers', (res) => res.writeHead(200, { 'content-encoding': 'gzip, gzip' }).end(gzipSync(emptyGzip(1_000))));
+    expect(await fetched('small_layers', '/small-layers')).toMatchObject({ ok: true, value: { length: 0 } });
+  });
+
+  it('more than five stacked codings are refused in one line', async () => {
+    let body = Buffer.from('deep');
+    for (let i = 0; i < 6; i++) body = gzipSync(body);
+    routes.set('/six', (res) => res.writeHead(200, { 'content-encoding': Array(6).fill('gzip').join(', ') }).end(body));
+    expect(await fetched('six_codings', '/six')).toMatchObject({
+      ok: true,
+      value: { code: 'fetch_failed', message: `GET http://127.0.0.1:${port}/six: the response has 6 content codings stacked; the host decodes at most 5` },
+    });
+  });
+});
+
 describe('a secret that is a substring of another secret', () => {
   const INNER = `inner${rand()}`;
   const OUTER = `${rand()}${INNER}${rand()}`;

@@ -247,14 +247,21 @@ const DECODERS: Record<string, (() => Transform) | undefined> = {
   zstd: (zlib as { createZstdDecompress?: () => Transform }).createZstdDecompress,
 };
 
-/** The decoders for a Content-Encoding, in the order to apply them; undefined for a coding the host cannot decode. */
-function decodersFor(header: string | undefined): Array<() => Transform> | undefined {
-  const codings = String(header ?? '')
+/** Stacked content codings decoded at most (as undici's fetch): each is a decoder's memory and work. */
+const MAX_CODINGS = 5;
+
+/** The content codings of a Content-Encoding, outermost last. */
+function codingsOf(header: string | undefined): string[] {
+  return String(header ?? '')
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
+}
+
+/** The decoders for `codings`, in the order to apply them; undefined for a coding the host cannot decode. */
+function decodersFor(codings: string[]): Array<() => Transform> | undefined {
   const out: Array<() => Transform> = [];
-  for (const coding of codings.reverse()) {
+  for (const coding of [...codings].reverse()) {
     const make = Object.hasOwn(DECODERS, coding) ? DECODERS[coding] : undefined;
     if (!make) return undefined;
     out.push(make);
@@ -301,7 +308,13 @@ function send(
     });
     const read = (res: http.IncomingMessage, redactor: Redactor | undefined): void => {
       const encoding = res.headers['content-encoding'];
-      const makers = decodersFor(encoding);
+      const codings = codingsOf(encoding);
+      if (codings.length > MAX_CODINGS) {
+        res.destroy();
+        reject(new StudioError('fetch_failed', `${method} ${url.protocol}//${url.host}${url.pathname}: the response has ${codings.length} content codings stacked; the host decodes at most ${MAX_CODINGS}`));
+        return;
+      }
+      const makers = decodersFor(codings);
       // A body the host cannot decode cannot be searched for secrets either: it is not given when there are secrets to look for.
       if (makers === undefined && redactor?.active) {
         res.destroy();
@@ -309,9 +322,22 @@ function send(
         return;
       }
       const decoders = (makers ?? []).map((make) => make());
+      const overLimit = () => {
+        res.destroy();
+        for (const decoder of decoders) decoder.destroy();
+        reject(tooLarge(policy.maxResponseBytes, url));
+      };
       let stream: Readable = res;
       for (const decoder of decoders) {
         decoder.on('error', reject);
+        // A layer decoding past the limit is stopped even if the next would shrink it: the limit bounds the work.
+        if (stream !== res) {
+          let layer = 0;
+          stream.on('data', (chunk: Buffer) => {
+            layer += chunk.byteLength;
+            if (layer > policy.maxResponseBytes) overLimit();
+          });
+        }
         stream = stream.pipe(decoder);
       }
       const redact = redactor?.active ? redactor.stream() : undefined;
@@ -320,9 +346,7 @@ function send(
       stream.on('data', (chunk: Buffer) => {
         size += chunk.byteLength;
         if (size > policy.maxResponseBytes) {
-          res.destroy();
-          for (const decoder of decoders) decoder.destroy();
-          reject(tooLarge(policy.maxResponseBytes, url));
+          overLimit();
           return;
         }
         chunks.push(redact ? redact.push(chunk) : chunk);
