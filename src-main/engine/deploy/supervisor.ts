@@ -227,6 +227,8 @@ export class WorkerdSupervisor {
     const old = this.#current!;
     old.child.kill('SIGKILL');
     await old.exited;
+    // Stopped meanwhile (interrupted): no new workerd to outlive this process.
+    if (this.#stopping) return release();
     try {
       if ((await this.#launch()) === 'ready') this.#options.notice(`callable deploy: workerd restarted (pid ${this.#current!.child.pid})`);
     } finally {
