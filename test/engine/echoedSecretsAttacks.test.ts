@@ -1,7 +1,10 @@
+import { join } from 'node:path';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redactor } from '../../src-main/engine/credentials/redact.ts';
 import { createEngine, KeychainSecretStore } from '../../src-main/engine/index.ts';
+import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { vendorServer } from '../support/vendor.ts';
 
@@ -286,5 +289,28 @@ describe('a secret changed by another process while a run is going', () => {
     } finally {
       await engine.credentials.remove('later').catch(() => {});
     }
+  });
+});
+
+describe('when the version of the stored secrets cannot be read', () => {
+  it('the response is refused in one line, not thrown from the response handler (which would take the engine down)', async () => {
+    const damaged = testEngine();
+    await damaged.credentials.set({ name: 'vendor', hosts: ['api.vendor.example'], placement: { kind: 'header', header: 'X-Api-Key', template: '{secret}' } }, SECRET);
+    routes.set('/plain', (res) => res.end(`echo ${SECRET}`));
+    await defineFunction(
+      damaged,
+      { name: 'reads_plain', allowedHosts: [`127.0.0.1:${port}`] },
+      `export default async (a, ctx) => ctx.fetch('http://127.0.0.1:${port}/plain').then((r) => r.text(), (e) => ({ code: e.code, message: e.message }))`,
+    );
+    // Another connection makes reading credentials_version fail, as a damaged page would (SQLite's own error).
+    const other = new Database(join(damaged.dataDir, DATABASE_FILE));
+    other.exec(`ALTER TABLE settings RENAME TO settings_kept;
+      CREATE VIEW settings AS SELECT key, CASE key WHEN 'credentials_version' THEN json('{damaged') ELSE value END AS value FROM settings_kept;`);
+    other.close();
+    const result = await damaged.run('reads_plain', {}, { caller: 'test' });
+    expect(result).toMatchObject({ ok: true, value: { code: 'internal' } });
+    const message = (result as { value: { message: string } }).value.message;
+    expect(message).toMatch(/^the response was not given to the function: the stored secrets could not be read to remove them from it \(/);
+    expect(message.split('\n')).toHaveLength(1);
   });
 });

@@ -219,9 +219,10 @@ export class CredentialService {
    * Every credential's secret in this data folder, for redaction and for the scan of saved tests.
    * A keychain read takes tens of ms, so they are kept until a credential changes in any process
    * (credentials_version). With no credential the keychain is not asked. Rejects with the
-   * keychain's error (keychain_*), which is not kept.
+   * keychain's error (keychain_*), which is not kept, or the database's (async, so a caller's
+   * handler gets it rather than an event handler throwing).
    */
-  storedSecrets(): Promise<Array<{ name: string; secret: string }>> {
+  async storedSecrets(): Promise<Array<{ name: string; secret: string }>> {
     const version = credentialsVersion(this.#db);
     if (this.#stored?.version !== version) {
       const secrets = this.#readSecrets();
