@@ -243,7 +243,9 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
   it('refuses plain http to a name, a proxy header, a redirect off the list, and a credential towards another host', async () => {
     const c = await client(era);
     const http = await c.callTool('probe', { url: 'http://api.example.com/v1' });
-    expect(textOf(http)).toContain('probe failed: Error: GET http://api.example.com/v1 refused: plain http is refused: use https');
+    expect(textOf(http)).toBe(
+      'probe failed: Error: GET http://api.example.com/v1 refused: plain http is only allowed to a literal local address named in allowedHosts (e.g. 127.0.0.1:8080); use https',
+    );
     const proxy = await c.callTool('probe', { url: `http://127.0.0.1:${vendor.port}/x`, headers: { 'proxy-authorization': 'Basic eA==' } });
     expect(textOf(proxy)).toContain('refused: the "proxy-authorization" header is set by the host, not by the function; remove it');
     const hop = await c.callTool('probe', { url: `http://127.0.0.1:${vendor.port}/redirect` });

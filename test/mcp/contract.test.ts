@@ -45,6 +45,11 @@ const failures = (here: string): Array<[string, Record<string, unknown>, string 
     {},
     `go_unlisted failed: Error: GET https://api.example.com/v1 refused: api.example.com is not an allowed host: allowedHosts is ${here}; add it to the function's allowedHosts`,
   ],
+  [
+    'go_plain',
+    {},
+    'go_plain failed: Error: GET http://api.example.com/v1 refused: plain http is only allowed to a literal local address named in allowedHosts (e.g. 127.0.0.1:8080); use https',
+  ],
   ['many_fetches', {}, 'many_fetches stopped at a sandbox limit (fetch_limit): the function made more than 2 requests (limits.fetchCount); make fewer or raise the limit'],
   [
     'big_body',
@@ -57,6 +62,7 @@ const failures = (here: string): Array<[string, Record<string, unknown>, string 
 async function seedFailingFunctions(engine: Engine, here: string): Promise<void> {
   await defineFunction(engine, { name: 'too_chatty', description: 'Logs more than its log limit', limits: { logBytes: 1024 } }, 'export default (a, ctx) => { ctx.log("y".repeat(2000)); return "said it"; }');
   await defineFunction(engine, { name: 'go_unlisted', description: 'Fetches a host not on its list', allowedHosts: [here] }, "export default async (a, ctx) => (await ctx.fetch('https://api.example.com/v1')).status");
+  await defineFunction(engine, { name: 'go_plain', description: 'Fetches a listed host over plain http', allowedHosts: ['api.example.com'] }, "export default async (a, ctx) => (await ctx.fetch('http://api.example.com/v1')).status");
   await defineFunction(
     engine,
     { name: 'many_fetches', description: 'Fetches three times, even when refused', allowedHosts: [here], limits: { fetchCount: 2 } },
@@ -123,7 +129,7 @@ for (const [transport, era] of cases) {
 
     it('lists the enabled functions with their schemas and annotations', async () => {
       const tools = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['bad_output', 'big_body', 'broken', 'chatty', 'echo', 'go_unlisted', 'many_fetches', 'picture', 'sleepy', 'slow', 'too_big', 'too_chatty']);
+      expect(tools.map((t) => t.name).sort()).toEqual(['bad_output', 'big_body', 'broken', 'chatty', 'echo', 'go_plain', 'go_unlisted', 'many_fetches', 'picture', 'sleepy', 'slow', 'too_big', 'too_chatty']);
       const echo = tools.find((t) => t.name === 'echo')!;
       expect(echo).toMatchObject({
         title: 'Echo',

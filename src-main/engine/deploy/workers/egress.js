@@ -22,9 +22,10 @@ function patternsOf(list) {
 
 /** Why `url` may not be fetched by a function with these patterns, or undefined. */
 function checkUrl(url, patterns, allowedHosts) {
-  if (url.username !== '' || url.password !== '') return 'URLs with a user name or password are refused';
+  // The reasons are the local engine's (net/guardedFetch.ts), so a refusal reads the same deployed.
+  if (url.username !== '' || url.password !== '') return 'URLs with a user name or password are refused; use a credential instead';
   const defaultPort = url.protocol === 'https:' ? 443 : url.protocol === 'http:' ? 80 : 0;
-  if (defaultPort === 0) return `${url.protocol} URLs are refused: only https (and http to a local address the allow-list names)`;
+  if (defaultPort === 0) return `only https is allowed (got ${url.protocol})`;
   const port = url.port === '' ? defaultPort : Number(url.port);
   const hostname = url.hostname.toLowerCase();
   const named = patterns.some((p) => hostMatches(p, hostname, port, defaultPort));
@@ -39,7 +40,7 @@ function checkUrl(url, patterns, allowedHosts) {
     if (!verdict.allowed) return verdict.reason;
   }
   if (url.protocol === 'http:' && !(exact && !classifyAddress(unbracket(hostname), false).allowed)) {
-    return 'plain http is refused: use https (http only to a literal local address the allow-list names, e.g. 127.0.0.1:8080)';
+    return 'plain http is only allowed to a literal local address named in allowedHosts (e.g. 127.0.0.1:8080); use https';
   }
   return undefined;
 }
