@@ -104,6 +104,12 @@ describe('a vendor echoing a stored secret in an encoding other servers use', ()
     expectNoSecret(await seenBy('/python-json'));
   });
 
+  it('JSON with +, <, >, &, \', ", ` and non-ASCII as uppercase \\u escapes (as .NET System.Text.Json writes them)', async () => {
+    const dotnet = (text: string) => JSON.stringify(text).replace(/[+<>&'`\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`);
+    routes.set('/dotnet-json', (res) => res.end(`{"a":${dotnet(SECRET)},"b":${dotnet(HTML)},"c":${dotnet(ACCENT)}}`));
+    expectNoSecret(await seenBy('/dotnet-json'));
+  });
+
   it('base64 wrapped in lines (MIME), with the break inside the secret at every alignment', async () => {
     // A MIME body whose 76-column line break falls inside the secret's base64, for each of the three alignments.
     routes.set('/mime', (res) => res.end([54, 55, 56].map((n) => mime(Buffer.from(`${'m'.repeat(n)}${SECRET}${'n'.repeat(30)}`))).join('\r\n\r\n')));

@@ -3,9 +3,9 @@ const MIN_SECRET_LENGTH = 4;
 
 /**
  * The forms of `secret` the product recognises: raw, JSON-escaped (also with `\/`, and with `\u`
- * escapes as Go writes <, > and &, and as Python and PHP write non-ASCII), URL-encoded (also as a
- * form field; hex digits in either case), hex, its UTF-8 bytes read as latin1 (an HTTP header), and
- * base64 (standard and URL-safe). Base64 of the secret inside a longer base64 text depends on where
+ * escapes as Go, Python, PHP and .NET write them), URL-encoded (also as a form field; hex digits in
+ * either case), hex, its UTF-8 bytes read as latin1 (an HTTP header), and base64 (standard and
+ * URL-safe). Base64 of the secret inside a longer base64 text depends on where
  * in a 3-byte group it starts, so each of the three alignments gives the characters that only the
  * secret's bytes determine.
  */
@@ -15,11 +15,20 @@ export function secretForms(secret: string): string[] {
   const lowerHex = (s: string) => s.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase());
   const forms = new Set([secret, bytes.toString('latin1'), encodeURIComponent(secret), lowerHex(encodeURIComponent(secret)), form, lowerHex(form)]);
   forms.add(bytes.toString('hex')).add(bytes.toString('hex').toUpperCase()).add(bytes.toString('base64'));
-  const escaped = (s: string, chars: RegExp) => s.replace(chars, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const escaped = (s: string, chars: RegExp, upper = false) =>
+    s.replace(chars, (c) => {
+      const hex = c.charCodeAt(0).toString(16).padStart(4, '0');
+      return `\\u${upper ? hex.toUpperCase() : hex}`;
+    });
   const json = JSON.stringify(secret).slice(1, -1);
-  for (const go of [json, escaped(json, /[<>&\u2028\u2029]/g)]) {
-    for (const ascii of [go, escaped(go, /[\u0080-\uffff]/g)]) forms.add(ascii).add(ascii.split('/').join('\\/'));
-  }
+  const jsons = [
+    json,
+    escaped(json, /[<>&\u2028\u2029]/g), // Go
+    escaped(json, /[\u0080-\uffff]/g), // Python, PHP
+    escaped(json, /[<>&\u2028\u2029\u0080-\uffff]/g),
+    escaped(json.replace(/\\"/g, '"'), /["+<>&'`\u0080-\uffff]/g, true), // .NET System.Text.Json
+  ];
+  for (const j of jsons) forms.add(j).add(j.split('/').join('\\/'));
   for (let shift = 0; shift < 3; shift++) {
     const shifted = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
     const core = shifted.slice(Math.ceil((8 * shift) / 6), Math.floor((8 * (shift + bytes.length)) / 6));
