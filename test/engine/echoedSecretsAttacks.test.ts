@@ -246,10 +246,11 @@ describe('a secret that is a substring of another secret', () => {
 describe('a body cut into many chunks at random places', () => {
   it('gives the same bytes as in one piece, for overlapping secrets, base64 across line breaks and every encoding', () => {
     const INNER = `inner${rand()}`;
+    const OUTER = `${rand()}${INNER}${rand()}`;
     const redactor = new Redactor();
-    for (const [name, secret] of Object.entries({ ...SECRETS, inner: INNER, outer: `${rand()}${INNER}${rand()}` })) redactor.add(name, secret);
+    for (const [name, secret] of Object.entries({ ...SECRETS, inner: INNER, outer: OUTER })) redactor.add(name, secret);
     const body = Buffer.from(
-      [`<${INNER}>`, `[${rand()}${INNER}`, encodeURIComponent(SECRET).toLowerCase(), mime(Buffer.from(`${'m'.repeat(55)}${SECRET}${'n'.repeat(30)}`)), Buffer.from(TOKEN).toString('hex'), JSON.stringify(ACCENT)].join(' | '),
+      [`<${INNER}>`, `<${OUTER}>`, `[${rand()}${INNER}`, encodeURIComponent(SECRET).toLowerCase(), mime(Buffer.from(`${'m'.repeat(55)}${SECRET}${'n'.repeat(30)}`)), Buffer.from(TOKEN).toString('hex'), JSON.stringify(ACCENT)].join(' | '),
     );
     const whole = (() => {
       const r = redactor.stream();
@@ -270,6 +271,9 @@ describe('a body cut into many chunks at random places', () => {
       expect(Buffer.concat(out).toString(), `round ${round}`).toBe(whole);
     }
     expect(whole).not.toContain(INNER);
+    expect(whole).toContain('<[redacted:outer]>');
+    // The secret inside the MIME base64 is found across its line break.
+    expect(whole.match(/\[redacted:vendor\]/g)).toHaveLength(2);
   });
 });
 
