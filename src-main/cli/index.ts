@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createEngine, defaultDataDir, diskFullOf, EnvSecretStore, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
+import { corruptionOf, createEngine, defaultDataDir, diskFullOf, EnvSecretStore, StudioError, type Engine, type RunResult, type TraceEntry } from '../engine/index.ts';
 import { commands as functionCommands, printUngranted } from './functions.ts';
 import { commands as mcpCommands } from './mcp.ts';
 import { commands as backupCommands } from './backup.ts';
@@ -76,7 +76,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return io.interrupt.aborted ? await stopping : code;
   } catch (caught) {
     // A command that parses its own flags: the nearest one is named from its usage line.
-    const error = usageOfParseError(caught, [...new Set([...command.usage.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]!))]);
+    const parsed = usageOfParseError(caught, [...new Set([...command.usage.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]!))]);
+    // Damage SQLite finds in any table, whatever read it: the line opening gives for it (the restore command), exit 2.
+    const error = (engine && corruptionOf(parsed, engine.database.name)) ?? parsed;
     if (error instanceof UsageError) {
       err(`callable ${name}: ${withCommand(error.message, callable)}\nUsage: ${callable} ${command.usage}`);
       return EXIT_USAGE;

@@ -24,7 +24,7 @@ import {
 import type { Resolver } from './net/guardedFetch.ts';
 import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { runFunction, type RunOptions } from './run.ts';
-import { openDatabase, writeTransaction, type Db } from './store/database.ts';
+import { corruptionOf, openDatabase, writeTransaction, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
 import { VersionWatch } from './store/versionWatch.ts';
 import { diskFullOf } from './store/faults.ts';
@@ -46,6 +46,7 @@ export { readTemplates, type Template } from './functions/templates.ts';
 export type { Advice, AdviceKind } from './functions/advice.ts';
 export { credentialCommand, harEntries, listOperations, loadOpenApi, type CredentialSuggestion, type HarEntryInfo, type OpenApiOperation, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
 export { diskFullOf } from './store/faults.ts';
+export { corruptionOf } from './store/database.ts';
 export type { BackupInfo, BackupKind, RestoreResult } from './store/backup.ts';
 export { shellQuote } from './store/backup.ts';
 export {
@@ -308,6 +309,9 @@ export class Engine {
     this.#inflight.add(running);
     try {
       return await running;
+    } catch (error) {
+      // Damage SQLite finds while the run loads the function (any table) is the line opening gives for it.
+      throw corruptionOf(error, this.#db.name) ?? error;
     } finally {
       this.#inflight.delete(running);
       this.#upkeep.wrote();

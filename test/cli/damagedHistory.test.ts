@@ -8,7 +8,7 @@ import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
 import { folderWithEcho } from '../support/engine.ts';
-import { damageRunHistory, faultDir } from '../support/fsFaults.ts';
+import { damageRunHistory, faultDir, misdirectIndex } from '../support/fsFaults.ts';
 import { untilValue } from '../support/wait.ts';
 
 // A damaged page in the run history, the one table opening does not check (it is the bulk of the
@@ -19,8 +19,8 @@ import { untilValue } from '../support/wait.ts';
 const ENV = { ...process.env, CALLABLE_SECRETS: 'env' };
 const esc = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** A data folder with `echo`, two recorded runs and a backup, whose run history is then damaged; the backup's path. */
-async function damagedFolder(): Promise<{ dataDir: string; backup: string }> {
+/** A data folder with `echo`, two recorded runs and a backup, which `damage` then damages (the run history by default); the backup's path. */
+async function damagedFolder(damage: (dbFile: string) => void = damageRunHistory): Promise<{ dataDir: string; backup: string }> {
   const dataDir = await folderWithEcho(faultDir('callable-damaged-'));
   const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
   let backup: string;
@@ -31,7 +31,7 @@ async function damagedFolder(): Promise<{ dataDir: string; backup: string }> {
   } finally {
     engine.close();
   }
-  damageRunHistory(join(dataDir, DATABASE_FILE));
+  damage(join(dataDir, DATABASE_FILE));
   return { dataDir, backup };
 }
 
@@ -74,13 +74,41 @@ describe('a damaged page in the run history', () => {
       const result = (await client.callTool({ name: 'echo', arguments: { text: 'c' } })) as { isError?: boolean; content: Array<{ text?: string }> };
       expect(result.isError ?? false).toBe(false);
       expect(JSON.parse(result.content[0]!.text!)).toEqual({ echo: 'c' });
-      const held = new RegExp(`1 run\\(s\\) \\(echo\\) could not be recorded yet: ${file} is not a usable database \\(the run history is damaged: SQLITE_CORRUPT\\w*: [^)]+\\); ${restoreAdvice(dataDir, backup)}; they wait in memory`);
+      const held = new RegExp(`1 run\\(s\\) \\(echo\\) could not be recorded yet: ${file} is not a usable database \\(the run history is damaged: SQLITE_CORRUPT\\w*: [^)]+\\); ${restoreAdvice(dataDir, backup)}; they are held in memory only and will be lost when this process exits: stop it and restore the database to record runs again$`, 'm');
       await untilValue('the held run to be reported', () => stderr, (s) => held.test(s), 10_000);
     } finally {
       await client.close();
     }
     // Still held when the server stops: said once more, not dropped in silence.
-    await untilValue('the server to say the run was not recorded', () => stderr, (s) => new RegExp(`1 run\\(s\\) \\(echo\\) could not be recorded in ${file}: `).test(s), 10_000);
+    await untilValue('the server to say the run was not recorded', () => stderr, (s) => new RegExp(`^callable mcp: 1 run\\(s\\) \\(echo\\) were not recorded in ${file}: ${file} is not a usable database`, 'm').test(s), 10_000);
     expect(stderr).not.toMatch(/internal error|SqliteError|\n\s+at /);
+  }, 60_000);
+});
+
+describe('damage SQLite finds in another table, past what opening checks', () => {
+  // An index entry pointing at a row that is not there: every page is well-formed, so the check at open
+  // (quick_check, which does not compare an index with its table) passes, and the read that looks the
+  // row up through the index gets SQLITE_CORRUPT.
+  const damagedLine = (command: string, dataDir: string, backup: string): RegExp =>
+    new RegExp(`^callable ${command}: ${esc(join(dataDir, DATABASE_FILE))} is not a usable database \\([^)]+ is damaged: SQLITE_CORRUPT\\w*: [^)]+\\); ${restoreAdvice(dataDir, backup)}$`);
+
+  it('callable history and show, reading the revisions, say what is damaged and how to restore, in one line, exit 2', async () => {
+    const { dataDir, backup } = await damagedFolder((file) => misdirectIndex(file, 'sqlite_autoindex_revisions_1'));
+    for (const command of ['history', 'show']) {
+      const read = await cli([command, 'echo', '--data-dir', dataDir], { env: ENV });
+      expect(read.stderr.trim().split('\n'), command).toEqual([expect.stringMatching(damagedLine(command, dataDir, backup))]);
+      expect(read.stdout).toBe('');
+      expect(read.code).toBe(2);
+    }
+  }, 60_000);
+
+  it('callable run and callable list, reading the functions, say the same, exit 2', async () => {
+    const { dataDir, backup } = await damagedFolder((file) => misdirectIndex(file, 'sqlite_autoindex_functions_1'));
+    for (const argv of [['run', 'echo', '--args', '{"text":"c"}'], ['list']]) {
+      const read = await cli([...argv, '--data-dir', dataDir], { env: ENV });
+      expect(read.stderr.trim().split('\n'), argv[0]).toEqual([expect.stringMatching(damagedLine(argv[0]!, dataDir, backup))]);
+      expect(read.stdout).toBe('');
+      expect(read.code).toBe(2);
+    }
   }, 60_000);
 });

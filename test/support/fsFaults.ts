@@ -4,7 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
@@ -212,6 +212,62 @@ export function damageRunHistory(dbFile: string): void {
   const fd = openSync(dbFile, 'r+');
   try {
     writeSync(fd, randomBytes(pageSize).fill(0xff, 0, 8), 0, pageSize, offset);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Points every entry of the index `index` (a single leaf page: a small table's) of the closed database
+ * `dbFile` at a row that does not exist, by rewriting the row id each entry ends with. Every page stays
+ * well-formed, so the quick_check made at open finds nothing (it does not compare an index with its
+ * table); SQLite reports SQLITE_CORRUPT when a read looks a row up through the index.
+ */
+export function misdirectIndex(dbFile: string, index: string): void {
+  const db = new Database(dbFile);
+  let offset: number;
+  let pageSize: number;
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const root = db.prepare("SELECT rootpage FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().get(index) as number | undefined;
+    if (root === undefined) throw new Error(`no index ${index} in ${dbFile}`);
+    pageSize = db.pragma('page_size', { simple: true }) as number;
+    offset = (root - 1) * pageSize;
+  } finally {
+    db.close();
+  }
+  const fd = openSync(dbFile, 'r+');
+  try {
+    const page = Buffer.alloc(pageSize);
+    readSync(fd, page, 0, pageSize, offset);
+    if (page[0] !== 0x0a) throw new Error(`index ${index} is more than one leaf page (page type ${page[0]})`);
+    const varint = (at: number): [value: number, next: number] => {
+      let value = 0;
+      for (let i = 0; i < 8; i++) {
+        const byte = page[at + i]!;
+        value = value * 128 + (byte & 0x7f);
+        if (byte < 0x80) return [value, at + i + 1];
+      }
+      throw new Error('varint too long for a test index');
+    };
+    for (let cell = 0; cell < page.readUInt16BE(3); cell++) {
+      // A cell: payload size, then the record: header size, one serial type per column (the row id last), the values.
+      const [, payloadAt] = varint(page.readUInt16BE(8 + 2 * cell));
+      const [headerSize] = varint(payloadAt);
+      const types: Array<{ type: number; at: number }> = [];
+      for (let at = varint(payloadAt)[1]; at < payloadAt + headerSize; ) {
+        const [type, next] = varint(at);
+        types.push({ type, at });
+        at = next;
+      }
+      const bodySize = (type: number): number => (type >= 12 ? Math.floor((type - 12) / 2) : [0, 1, 2, 3, 4, 6, 8, 8, 0, 0][type]!);
+      const rowid = types.at(-1)!;
+      const valueAt = payloadAt + headerSize + types.slice(0, -1).reduce((sum, t) => sum + bodySize(t.type), 0);
+      if (rowid.type === 9 || rowid.type === 8) page[rowid.at] = 8 + 9 - rowid.type;
+      else if (rowid.type >= 1 && rowid.type <= 6) page.fill(0, valueAt, valueAt + bodySize(rowid.type)).writeUInt8(0x80, valueAt);
+      else throw new Error(`unexpected row id serial type ${rowid.type}`);
+    }
+    writeSync(fd, page, 0, pageSize, offset);
   } finally {
     closeSync(fd);
   }

@@ -261,7 +261,11 @@ export class RunLedger {
     } else {
       const runs = this.#pending.length + this.#dropped;
       if (this.#failure?.code !== failure.code || runs > this.#reportedRuns) {
-        this.#notify({ message: `${this.#describePending()} could not be recorded yet: ${failure.message}; they wait in memory (at most ${AUDIT_BUFFER_MAX}) and are written once it can`, error: failure });
+        // A damaged database does not heal by waiting, and it can be restored only once this process has stopped.
+        const fate = isDamage(failure)
+          ? 'they are held in memory only and will be lost when this process exits: stop it and restore the database to record runs again'
+          : `they wait in memory (at most ${AUDIT_BUFFER_MAX}) and are written once it can`;
+        this.#notify({ message: `${this.#describePending()} could not be recorded yet: ${failure.message}; ${fate}`, error: failure });
         this.#reportedRuns = runs;
       }
       this.#failure = failure;
@@ -305,7 +309,8 @@ export class RunLedger {
   }
 
   #unrecorded(failure: StudioError): StudioError {
-    return new StudioError(failure.code, `${this.#describePending()} could not be recorded in ${this.#db.name}: ${failure.message}`, failure.details);
+    const outcome = isDamage(failure) ? 'were not recorded' : 'could not be recorded';
+    return new StudioError(failure.code, `${this.#describePending()} ${outcome} in ${this.#db.name}: ${failure.message}`, failure.details);
   }
 
   /** Reads include the records not yet written when they can, without waiting for a lock; a failure is reported by the background writer. */
@@ -373,6 +378,11 @@ export class RunLedger {
     ) as Row[];
     return rows.map(toRecord);
   }
+}
+
+/** A write refused because SQLite found the database damaged (see corruptionOf). */
+function isDamage(failure: StudioError): boolean {
+  return failure.details?.damaged !== undefined;
 }
 
 function toRecord(r: Row): RunRecord {

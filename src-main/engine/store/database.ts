@@ -432,7 +432,9 @@ function writeFailure(db: Db, error: unknown, waitedMs: number, writing?: string
 export function corruptionOf(error: unknown, file: string, what = 'a page SQLite read'): StudioError | undefined {
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string' || !(code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB')) return undefined;
-  return corruptDatabaseError(file, `${what} is damaged: ${code}: ${(error as Error).message}`);
+  const damaged = corruptDatabaseError(file, `${what} is damaged: ${code}: ${(error as Error).message}`);
+  // Marked, so that what holds data for the database (the run ledger) knows waiting will not help.
+  return new StudioError(damaged.code, damaged.message, { ...damaged.details, damaged: code });
 }
 
 /** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_TIMEOUT…), and SQLITE_LOCKED. */
