@@ -65,6 +65,7 @@ async function seenBy(path: string, init = '{}'): Promise<string> {
       attempt(() => atob(s.replace(/\\s+/g, ''))),
       attempt(() => new TextDecoder().decode(Uint8Array.from(atob(s.replace(/\\s+/g, '')), (c) => c.charCodeAt(0)))),
       attempt(() => new TextDecoder().decode(Uint8Array.from(s.match(/../g), (h) => parseInt(h, 16)))),
+      attempt(() => s.split(/[.\\s]+/).map((p) => new TextDecoder().decode(Uint8Array.from(atob(p.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0)))).join('.')),
       attempt(() => new TextDecoder().decode(Uint8Array.from(s, (c) => c.charCodeAt(0)))),
     ];
     export default async (a, ctx) => {
@@ -114,6 +115,12 @@ describe('a vendor echoing a stored secret in an encoding other servers use', ()
     // A MIME body whose 76-column line break falls inside the secret's base64, for each of the three alignments.
     routes.set('/mime', (res) => res.end([54, 55, 56].map((n) => mime(Buffer.from(`${'m'.repeat(n)}${SECRET}${'n'.repeat(30)}`))).join('\r\n\r\n')));
     expectNoSecret(await seenBy('/mime'));
+  });
+
+  it('base64url without padding, inside a JWT-like token at each alignment', async () => {
+    const jwt = (lead: string) => ['{"alg":"none"}', `{"${lead}":"${SECRET}","t":"${TOKEN}"}`, ''].map((part) => Buffer.from(part).toString('base64url')).join('.');
+    routes.set('/jwt', (res) => res.end([jwt('a'), jwt('ab'), jwt('abc')].join('\r\n\r\n')));
+    expectNoSecret(await seenBy('/jwt'));
   });
 
   it('hex (lower and upper case)', async () => {
