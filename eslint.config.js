@@ -1,5 +1,6 @@
-// ESLint (flat config). Every rule is an error: the layering of DESIGN.md, no import cycles,
-// no floating promises, and no console where stdout may carry MCP.
+// ESLint (flat config). Every rule is an error: the layering of docs/ARCHITECTURE.md,
+// "Layers and the import rule", no import cycles, no floating promises, and no console where stdout
+// may carry MCP.
 import { defineConfig, globalIgnores } from 'eslint/config';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';

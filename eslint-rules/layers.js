@@ -1,8 +1,9 @@
 /**
- * Local ESLint plugin: the layering of DESIGN.md ("Layers") as a rule, in the spirit of VS Code's
- * `code-layering`. A file's repo path picks its layer (the first row of LAYERS that matches); every
- * import it makes (static, `export … from`, dynamic `import()`, `require()`, `typeof import()`) is
- * classified as a node builtin, an npm package or a repo path, and checked against that row.
+ * Local ESLint plugin: the layering of docs/ARCHITECTURE.md, "Layers and the import rule", as a rule,
+ * in the spirit of VS Code's `code-layering`. A file's repo path picks its layer (the first row of
+ * LAYERS that matches); every import it makes (static, `export … from`, dynamic `import()`,
+ * `require()`, `typeof import()`) is classified as a node builtin, an npm package or a repo path,
+ * and checked against that row.
  * Imports only go down; folders that do not exist yet are covered as soon as they appear.
  */
 import { isBuiltin } from 'node:module';
@@ -173,7 +174,7 @@ const isTypeOnly = (node) => node.importKind === 'type' || node.exportKind === '
 const rule = {
   meta: {
     type: 'problem',
-    docs: { description: 'Imports only go down the layers of DESIGN.md (table in eslint-rules/layers.js).' },
+    docs: { description: 'Imports only go down the layers of docs/ARCHITECTURE.md (table in eslint-rules/layers.js).' },
     schema: [],
     messages: {
       bad: "Layer '{{layer}}' ({{files}}) may not import '{{spec}}': {{why}}. Allowed: {{allowed}}.",

@@ -5,7 +5,8 @@ import tseslint from 'typescript-eslint';
 import { afterAll, describe, expect, it } from 'vitest';
 
 /**
- * The layering of DESIGN.md is the `local/layers` rule of eslint.config.js (eslint-rules/layers.js).
+ * The layering of docs/ARCHITECTURE.md, "Layers and the import rule", is the `local/layers` rule of
+ * eslint.config.js (eslint-rules/layers.js).
  * These run the repo's real config on snippets placed at paths of each layer. The snippets do not
  * exist on disk, so the type-aware rule (which needs tsconfig's files) is switched off here.
  */
