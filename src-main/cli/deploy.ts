@@ -6,7 +6,7 @@ import { StudioError, type Engine } from '../engine/index.ts';
 import { parseAllowedOrigins } from '../engine/mcp/httpOrigin.ts';
 import { secretPutLines, writeDeployment, type DeployTarget } from '../engine/deploy/generate.ts';
 import { WorkerdSupervisor } from '../engine/deploy/supervisor.ts';
-import { aborted, EXIT_FAILED, EXIT_OK, parse, signalExitCode, UsageError, type Command, type CommandContext } from './common.ts';
+import { aborted, EXIT_FAILED, EXIT_OK, parse, signalExitCode, UsageError, withCommand, type Command, type CommandContext } from './common.ts';
 
 const TARGETS: readonly DeployTarget[] = ['workerd', 'cloudflare'];
 /** Files a deployment writes: a folder holding one of them may be written again. */
@@ -94,9 +94,13 @@ async function deployTo(
 ): Promise<number> {
   const { target, outDir, port } = options;
   const deployment = await writeDeployment(engine, { target, outDir, profile: options.profile, port, allowedOrigins: options.allowedOrigins });
-  for (const k of deployment.skipped) ctx.err(`callable deploy: not deployed: ${k.function}: ${k.reason}`);
+  for (const k of deployment.skipped) ctx.err(`callable deploy: not deployed: ${k.function}: ${withCommand(k.reason, ctx.callable)}`);
   for (const u of deployment.ungranted) {
-    ctx.err(`callable deploy: ${u.function} lists credential "${u.credential}", which is not granted (or does not exist): its requests with it will be refused`);
+    const fix =
+      engine.credentials.find(u.credential) === undefined
+        ? `which does not exist: its requests with it will be refused; create and grant it, then deploy again: printf %s "$KEY" | ${ctx.callable} credentials set ${u.credential} --host HOST --grant ${u.function}`
+        : `which is not granted to it: its requests with it will be refused; grant it, then deploy again: ${ctx.callable} credentials grant ${u.credential} ${u.function}`;
+    ctx.err(`callable deploy: ${u.function} lists credential "${u.credential}", ${fix}`);
   }
   ctx.out(`wrote ${deployment.functions.length} function(s) (${deployment.functions.join(', ')}) to ${outDir} for ${target}`);
   if (target === 'cloudflare') {

@@ -1,9 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine } from '../../src-main/engine/index.ts';
+import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
+import { CALLABLE_BIN, CALLABLE_COMMAND } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
 import { defineFunction } from '../support/engine.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -98,17 +100,22 @@ describe('callable deploy --target workerd (without --serve)', () => {
     for (const name of filesUnder(out)) expect(readFileSync(join(out, name), 'utf8').includes(SECRET), name).toBe(false);
   });
 
-  it('says which listed credentials are not granted', async () => {
+  it('says which listed credentials are missing or not granted, and the command that fixes each, started the way the CLI was', async () => {
     const data = tempDir();
-    const engine = createEngine({ dataDir: data });
+    const engine = createEngine({ dataDir: data, secrets: new MemorySecretStore() });
     try {
-      await engine.saveFunction({ spec: { name: 'needs_key', credentials: ['nokey'] }, source: 'export default () => 1' });
+      await engine.credentials.set({ name: 'ungranted', hosts: ['api.example.com'], placement: { kind: 'query', param: 'key' } }, 'k');
+      await engine.saveFunction({ spec: { name: 'needs_key', credentials: ['nokey', 'ungranted'] }, source: 'export default () => 1' });
     } finally {
       engine.close();
     }
-    const run = await cli(['deploy', '--target', 'workerd', '--out', join(data, 'out'), '--data-dir', data]);
-    expect(run.code).toBe(0);
-    expect(run.stderr).toBe('callable deploy: needs_key lists credential "nokey", which is not granted (or does not exist): its requests with it will be refused\n');
+    const run = spawnSync(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'deploy', '--target', 'workerd', '--out', join(data, 'out'), '--data-dir', data], { encoding: 'utf8', env: { ...process.env, CALLABLE_SECRETS: 'env' } });
+    expect(run.status, run.stderr).toBe(0);
+    const callable = `node ${realpathSync(CALLABLE_BIN)}`;
+    expect(run.stderr).toBe(
+      `callable deploy: needs_key lists credential "nokey", which does not exist: its requests with it will be refused; create and grant it, then deploy again: printf %s "$KEY" | ${callable} credentials set nokey --host HOST --grant needs_key\n` +
+        `callable deploy: needs_key lists credential "ungranted", which is not granted to it: its requests with it will be refused; grant it, then deploy again: ${callable} credentials grant ungranted needs_key\n`,
+    );
   });
 });
 
