@@ -12,7 +12,7 @@ import { connect, type Era } from '../support/mcpClients.ts';
 import { scratch } from '../support/scratch.ts';
 import { until } from '../support/wait.ts';
 
-// Stopping `callable serve` (Ctrl-C) while a call runs answers that call with a JSON-RPC error
+// Stopping `callable serve` (Ctrl-C or SIGTERM) while a call runs answers that call with a JSON-RPC error
 // saying the server is shutting down, not a dropped stream the client must make sense of.
 
 const s = scratch();
@@ -32,12 +32,14 @@ async function dataWithSlowCall() {
   }
 }
 
-describe('Ctrl-C to callable serve with a call in flight', () => {
-  for (const [era, errorClass] of [
-    ['2025-11-25', McpError],
-    ['2026-07-28', ProtocolError],
-  ] as Array<[Era, new (...args: never[]) => Error]>) {
-    it(`a ${era} client's call rejects with a JSON-RPC error saying the server is shutting down; the run is recorded as interrupted`, async () => {
+describe('Ctrl-C (SIGINT) or SIGTERM to callable serve with a call in flight', () => {
+  for (const [era, errorClass, signal, exitCode] of [
+    ['2025-11-25', McpError, 'SIGINT', 130],
+    ['2026-07-28', ProtocolError, 'SIGINT', 130],
+    ['2025-11-25', McpError, 'SIGTERM', 143],
+    ['2026-07-28', ProtocolError, 'SIGTERM', 143],
+  ] as Array<[Era, new (...args: never[]) => Error, NodeJS.Signals, number]>) {
+    it(`${signal}: a ${era} client's call rejects with a JSON-RPC error saying the server is shutting down; exit ${exitCode}; the run is recorded as interrupted`, async () => {
       const { dataDir, vendor } = await dataWithSlowCall();
       const serve = await startServe(dataDir, ['--no-auth']);
       s.child(serve.child);
@@ -52,13 +54,14 @@ describe('Ctrl-C to callable serve with a call in flight', () => {
         ]);
         await until(() => vendor.seen() === 1, 'the call at the vendor');
         const exit = exited(serve.child);
-        serve.child.kill('SIGINT');
+        serve.child.kill(signal);
         const outcome = await call;
         expect(outcome, JSON.stringify(outcome)).toHaveProperty('error');
         const error = (outcome as { error: Error }).error;
         expect(error, `${error.constructor.name}: ${error.message}`).toBeInstanceOf(errorClass);
         expect(error.message).toMatch(/the server is shutting down/);
-        expect(await exit, serve.stderr()).toEqual({ code: 130, signal: null });
+        expect(await exit, serve.stderr()).toEqual({ code: exitCode, signal: null });
+        expect(serve.stderr()).toContain(`callable serve: interrupted (${signal})`);
         // Nothing on stderr but the lines of a normal start and stop.
         expect(serve.stderr()).not.toMatch(/mcp http:|\n\s+at /);
       } finally {
