@@ -101,7 +101,7 @@ export async function newFromRequest(ctx: CommandContext, printUngranted: (ctx: 
   const dataDir = dataDirFlag(ctx);
   const request = /^\/\/ Made by callable new from [^:]+: (.*)$/m.exec(record.source)?.[1] ?? '';
   ctx.out(`created ${name} from ${what} (revision ${record.revision}): ${request}`);
-  for (const note of scaffold.notes) ctx.out(`note: ${note}`);
+  for (const note of scaffold.notes) ctx.out(`note: ${withCommand(note, ctx.callable)}`);
   const credential = scaffold.credential;
   if (credential) {
     const stored = engine.credentials.find(credential.name);

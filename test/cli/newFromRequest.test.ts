@@ -106,3 +106,53 @@ describe('callable new --from-curl: a file upload', () => {
     expect((await cli(['list', '--data-dir', data])).stdout).toContain('No functions yet');
   });
 });
+
+describe('callable new --from-curl: a key sent in a body field', () => {
+  // A credential is only ever put in a header or a query parameter: a key in the body cannot become
+  // one, so the field is an argument without default and the key is kept nowhere.
+  const cases: Array<[string, (base: string, key: string) => string, string, string]> = [
+    ['-d token=KEY (a name vendors give keys)', (base, key) => `curl ${base}/v1/send -d token=${key} -d text=hi`, 'token', 'it is a name vendors give API keys'],
+    ['--data-urlencode api_key=KEY', (base, key) => `curl ${base}/v1/send --data-urlencode api_key=${key} --data-urlencode 'text=hi there'`, 'api_key', 'it is a name vendors give API keys'],
+    ['-F key=KEY (multipart)', (base, key) => `curl ${base}/v1/send -F key=${key} -F text=hi`, 'key', 'it is a name vendors give API keys'],
+    ['-d with a value that looks like a key (client_code)', (base, key) => `curl ${base}/v1/send -d client_code=${key} -d text=hi`, 'client_code', 'its value looks like a key (32 random characters)'],
+  ];
+  for (const [what, command, field, why] of cases) {
+    it(`${what}: a required argument without default, the output says why and what to do, the key is written nowhere, and a call passing it works`, async () => {
+      const key = 'Jq8vX2mN4pL7rT9wY3zB6cF1hK5sD0gA';
+      const vendor = await vendorServer((req, res) => {
+        res.setHeader('content-type', 'application/json');
+        res.statusCode = req.bytes.includes(key) ? 200 : 401;
+        res.end(res.statusCode === 200 ? '{"sent":true}' : '{"error":"invalid key"}');
+      });
+      const data = tempDir();
+      const created = await cli(['new', 'send', '--from-curl', command(`http://127.0.0.1:${vendor.port}`, key), '--data-dir', data]);
+      expect(created.code, created.stderr).toBe(0);
+      const lines = created.stdout.trimEnd().split('\n');
+      expect(lines).toContain(
+        `note: the body field ${field} was not saved: ${why}, and a credential can only be sent in a header or a query parameter; it is a required argument without default, so each call passes the key (recorded with the run's arguments). If the API also takes the key in a header or a query parameter, send it that way and run callable new again: it then becomes a credential kept in the keychain`,
+      );
+      const { spec } = JSON.parse((await cli(['show', 'send', '--json', '--data-dir', data])).stdout);
+      expect(spec.inputSchema.required).toContain(field);
+      expect(spec.inputSchema.properties[field]).toEqual({ type: 'string' });
+      expect(spec.inputSchema.properties.text).toHaveProperty('default');
+      expect(spec.credentials).toEqual([]);
+      const exported = tempDir();
+      expect((await cli(['export', exported, '--data-dir', data])).code).toBe(0);
+      expect(everything(exported)).toContain('send');
+      for (const [where, text] of Object.entries({ output: created.stdout + created.stderr, 'data folder': everything(data), export: everything(exported) })) {
+        expect(text.includes(key), `the key in the ${where}`).toBe(false);
+      }
+
+      // The printed example passes a placeholder, which the vendor refuses; the same call with the key is sent.
+      const next = lines.at(-1)!.slice('next: '.length);
+      expect(next).toContain(`"${field}":"YOUR_KEY"`);
+      const placeholder = await runPrinted(next);
+      expect(placeholder.code).toBe(1);
+      expect(placeholder.stderr).toMatch(/answered 401/);
+      const sent = await runPrinted(next.replace('YOUR_KEY', key));
+      expect(sent.code, sent.stderr).toBe(0);
+      expect(JSON.parse(sent.stdout)).toEqual({ sent: true });
+      expect(vendor.seen.at(-1)!.bytes.includes(key)).toBe(true);
+    });
+  }
+});

@@ -98,8 +98,33 @@ export async function describeCurl(command: string): Promise<{ description: Requ
       }
     }
   }
+  if (body) body = bodySecretsLeftOut(body, notes);
   const description = describeRequest({ method: parsed.method, url, host, query, headers: sorted.kept, body, credential }, 'a curl command');
   return { description, notes };
+}
+
+/** What the printed example and a HAR entry's test case pass for a secret body field: never the key. */
+export const SECRET_PLACEHOLDER = 'YOUR_KEY';
+
+/**
+ * A body field (form, multipart text, top-level JSON) that looks like a secret, by the query
+ * parameters' rule, keeps no value: a credential is only ever put in a header or a query parameter,
+ * so the field becomes a required argument without default, and a note says what to do.
+ */
+export function bodySecretsLeftOut(body: RequestBody, notes: string[]): RequestBody {
+  if (body.kind !== 'form' && body.kind !== 'multipart' && body.kind !== 'json-fields') return body;
+  const fields = body.fields.map((field) => {
+    const first = [field.value].flat()[0];
+    if (field.part?.filename !== undefined || (typeof first !== 'string' && typeof first !== 'number')) return field;
+    const found = secretReason(field.name, String(first));
+    if (!found) return field;
+    notes.push(
+      `the body field ${field.name} was not saved: ${found.reason}, and a credential can only be sent in a header or a query parameter; it is a required argument without default, so each call passes the key (recorded with the run's arguments). If the API also takes the key in a header or a query parameter, send it that way and run callable new again: it then becomes a credential kept in the keychain`,
+    );
+    const { value: _secret, ...rest } = field;
+    return { ...rest, required: true, placeholder: Array.isArray(field.value) ? [SECRET_PLACEHOLDER] : SECRET_PLACEHOLDER };
+  });
+  return { ...body, fields };
 }
 
 /**

@@ -19,6 +19,8 @@ export interface RequestParam {
   description?: string;
   /** A multipart field's content type and file name (curl -F "name=value;type=…;filename=…"). */
   part?: { contentType?: string; filename?: string };
+  /** What the printed example passes for a value that was not kept (a secret): never a default. */
+  placeholder?: unknown;
 }
 
 export type RequestBody =
@@ -316,7 +318,8 @@ export function generateFunction(name: string, description: RequestDescription, 
       if (schema.default === undefined && !p.required) schema.default = p.value;
       if (schema.examples === undefined) schema.examples = [p.value];
       exampleArgs[arg] = p.value;
-    } else if (schema.default !== undefined) exampleArgs[arg] = schema.default;
+    } else if (p.placeholder !== undefined) exampleArgs[arg] = p.placeholder;
+    else if (schema.default !== undefined) exampleArgs[arg] = schema.default;
     else if (Array.isArray(schema.examples) && schema.examples.length > 0) exampleArgs[arg] = schema.examples[0];
     properties[arg] = schema;
     if (p.required) required.push(arg);

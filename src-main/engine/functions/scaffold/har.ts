@@ -1,5 +1,5 @@
 import { StudioError, type RecordedResponse, type TestCaseInput } from '../../model/index.ts';
-import { describeRequest, queryParams } from './curl.ts';
+import { bodySecretsLeftOut, describeRequest, queryParams } from './curl.ts';
 import { bodyFromText, hostOf, requestFor, sortHeaders, splitUrl, type RequestDescription, type Scaffold } from './generate.ts';
 
 /** One entry of a HAR file as listed for choosing: its number (from 1), method, URL and status. */
@@ -61,7 +61,8 @@ export function describeHar(text: string, file: string, entry?: number): { descr
   notes.push(...sorted.notes);
   const { query, credential } = queryParams(url, host, sorted.credential, notes);
   const contentType = request.postData?.mimeType || sorted.kept.find(([h]) => h.toLowerCase() === 'content-type')?.[1];
-  const body = request.postData?.text ? bodyFromText(request.postData.text, contentType, notes) : undefined;
+  const read = request.postData?.text ? bodyFromText(request.postData.text, contentType, notes) : undefined;
+  const body = read && bodySecretsLeftOut(read, notes);
   const description = describeRequest({ method: request.method, url, host, query, headers: sorted.kept, body, credential }, 'a HAR entry');
   return { description, notes, entry: n, response };
 }
