@@ -192,23 +192,27 @@ db.prepare("INSERT OR REPLACE INTO settings (key, value) VALUES ('crash_test', ?
 process.kill(process.pid, 'SIGKILL');
 `;
 
+/** Where the root page of the table or index `name` of the database `dbFile` is in the file, once its WAL is checkpointed into it. */
+function rootPage(dbFile: string, type: 'table' | 'index', name: string): { offset: number; pageSize: number } {
+  const db = new Database(dbFile);
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const root = db.prepare('SELECT rootpage FROM sqlite_schema WHERE type = ? AND name = ?').pluck().get(type, name) as number | undefined;
+    if (root === undefined) throw new Error(`no ${type} ${name} in ${dbFile}`);
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    return { offset: (root - 1) * pageSize, pageSize };
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * Writes garbage over the root page of the run history (the `runs` table's b-tree) of the closed
  * database `dbFile`, as a bad sector or a stray write would: the page is found from sqlite_schema
  * and the page size, and SQLite reports SQLITE_CORRUPT whenever it reads it.
  */
 export function damageRunHistory(dbFile: string): void {
-  const db = new Database(dbFile);
-  let offset: number;
-  let pageSize: number;
-  try {
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const root = db.prepare("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'runs'").pluck().get() as number;
-    pageSize = db.pragma('page_size', { simple: true }) as number;
-    offset = (root - 1) * pageSize;
-  } finally {
-    db.close();
-  }
+  const { offset, pageSize } = rootPage(dbFile, 'table', 'runs');
   const fd = openSync(dbFile, 'r+');
   try {
     writeSync(fd, randomBytes(pageSize).fill(0xff, 0, 8), 0, pageSize, offset);
@@ -224,18 +228,7 @@ export function damageRunHistory(dbFile: string): void {
  * table); SQLite reports SQLITE_CORRUPT when a read looks a row up through the index.
  */
 export function misdirectIndex(dbFile: string, index: string): void {
-  const db = new Database(dbFile);
-  let offset: number;
-  let pageSize: number;
-  try {
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const root = db.prepare("SELECT rootpage FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().get(index) as number | undefined;
-    if (root === undefined) throw new Error(`no index ${index} in ${dbFile}`);
-    pageSize = db.pragma('page_size', { simple: true }) as number;
-    offset = (root - 1) * pageSize;
-  } finally {
-    db.close();
-  }
+  const { offset, pageSize } = rootPage(dbFile, 'index', index);
   const fd = openSync(dbFile, 'r+');
   try {
     const page = Buffer.alloc(pageSize);
