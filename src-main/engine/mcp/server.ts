@@ -112,16 +112,20 @@ export class ToolServer {
     // The SDK's parsed request drops an argument named "__proto__" (a vendor's field): the call's
     // arguments are taken as they came off the wire, where JSON.parse keeps it as an own key.
     const wireArguments = new Map<unknown, unknown>();
-    const internals = server as unknown as { _onrequest(raw: { id?: unknown; method?: string; params?: { arguments?: unknown } }, extra?: unknown): void };
-    const onrequest = internals._onrequest.bind(server);
-    internals._onrequest = (raw, extra) => {
-      if (raw.method === 'tools/call' && raw.params?.arguments !== undefined) {
-        wireArguments.set(raw.id, raw.params.arguments);
-        // A request the SDK refuses never reaches the handler: keep only the latest few.
-        if (wireArguments.size > 64) wireArguments.delete(wireArguments.keys().next().value);
-      }
-      onrequest(raw, extra);
-    };
+    // This reaches into the SDK's request dispatch; if a later SDK renames it, only arguments
+    // named "__proto__" are affected (the parsed arguments are used), never the server itself.
+    const internals = server as unknown as { _onrequest?: (raw: { id?: unknown; method?: string; params?: { arguments?: unknown } }, extra?: unknown) => void };
+    const onrequest = internals._onrequest?.bind(server);
+    if (onrequest) {
+      internals._onrequest = (raw, extra) => {
+        if (raw.method === 'tools/call' && raw.params?.arguments !== undefined) {
+          wireArguments.set(raw.id, raw.params.arguments);
+          // A request the SDK refuses never reaches the handler: keep only the latest few.
+          if (wireArguments.size > 64) wireArguments.delete(wireArguments.keys().next().value);
+        }
+        onrequest(raw, extra);
+      };
+    }
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const name = request.params.name;
       const wire = wireArguments.get(ctx.mcpReq.id);
