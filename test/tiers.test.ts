@@ -1,0 +1,51 @@
+import { globSync, readFileSync } from 'node:fs';
+import { join, matchesGlob } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import config, { TEST_FILES, UNIT_FILES } from '../vitest.config.ts';
+
+/**
+ * The test tiers of vitest.config.ts: every test file runs in exactly one of them, the unit tier
+ * holds only files that start nothing, and `npm test` runs every tier while each test:TIER script
+ * runs one.
+ */
+const ROOT = join(import.meta.dirname, '..');
+
+interface Tier {
+  name: string;
+  include: string[];
+  exclude: string[];
+}
+const tiers: Tier[] = (config.test?.projects ?? []).map((project) => {
+  if (typeof project !== 'object' || !('test' in project) || !project.test?.name) throw new Error('each tier is an inline project with a name');
+  const { name, include = [], exclude = [] } = project.test;
+  return { name: typeof name === 'string' ? name : name.label, include, exclude };
+});
+const matches = (file: string, globs: string[]): boolean => globs.some((glob) => matchesGlob(file, glob));
+const testFiles = globSync(TEST_FILES, { cwd: ROOT, exclude: ['**/node_modules/**'] }).map((f) => f.split('\\').join('/'));
+
+describe('test tiers', () => {
+  it('put every test file in exactly one tier', () => {
+    expect(tiers.map((t) => t.name)).toEqual(['unit', 'integration', 'e2e']);
+    expect(testFiles.length).toBeGreaterThan(50);
+    const misplaced = testFiles
+      .map((file) => ({ file, in: tiers.filter((t) => matches(file, t.include) && !matches(file, t.exclude)).map((t) => t.name) }))
+      .filter((f) => f.in.length !== 1);
+    expect(misplaced).toEqual([]);
+    expect(UNIT_FILES.filter((file) => !testFiles.includes(file)), 'unit files that do not exist').toEqual([]);
+  });
+
+  it('keep the unit tier to files that import nothing that spawns, serves, or opens a database or keychain', () => {
+    const starts = /^(?:node:(?:child_process|net|http|https|worker_threads)|better-sqlite3|@napi-rs\/keyring|isolated-vm|.*\/support\/(?:callable|conformance|engine|fsFaults|keyring|mcpClients|petShelter|process|rawHttp|scratch|tmp|vendor)\.ts)$/;
+    const offending = UNIT_FILES.flatMap((file) =>
+      [...readFileSync(join(ROOT, file), 'utf8').matchAll(/^import [^;]*?from '([^']+)';/gms)].map((m) => m[1]!).filter((from) => starts.test(from)).map((from) => `${file}: ${from}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('are each run by a test:TIER script, and all of them by npm test', () => {
+    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    for (const { name } of tiers) expect(scripts[`test:${name}`], `test:${name}`).toMatch(new RegExp(`\\bvitest run --project ${name}$`));
+    // One vitest run with no project or file filter runs every tier, after the lint and type check.
+    expect(scripts.test).toMatch(/^npm run check -- --no-cache && .*\bvitest run$/);
+  });
+});
