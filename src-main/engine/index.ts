@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { RunLedger } from './audit/ledger.ts';
@@ -10,11 +9,12 @@ import { readImportableFunctions, writeFunctionFolders } from './functions/files
 import { FunctionRepository, parseSpec, type SaveInput } from './functions/repository.ts';
 import { findTemplate } from './functions/templates.ts';
 import { loadOpenApi, operationsOf, scaffoldFunction, type OpenApiOperation, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
-import { advise, observationsOf, type Advice, type Observation } from './functions/advice.ts';
+import { advise, observationsOf, type Advice, type AdviceKind, type Observation } from './functions/advice.ts';
 import { SchemaValidator } from './functions/schemas.ts';
 import {
   effectiveLimits,
   FunctionNameSchema,
+  specOf,
   StudioError,
   type ElicitAnswer,
   type ElicitRequest,
@@ -24,7 +24,7 @@ import {
 import type { Resolver } from './net/guardedFetch.ts';
 import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { runFunction, type RunOptions } from './run.ts';
-import { corruptionOf, openDatabase, writeTransaction, type Db } from './store/database.ts';
+import { corruptionOf, openDatabase, type Db } from './store/database.ts';
 import { catalogVersion } from './store/catalog.ts';
 import { VersionWatch } from './store/versionWatch.ts';
 import { diskFullOf } from './store/faults.ts';
@@ -200,11 +200,23 @@ export class Engine {
    * templates there are).
    */
   async createFromTemplate(templatesDir: string, template: string, name: string): Promise<FunctionRecord> {
-    const parsedName = FunctionNameSchema.safeParse(name);
-    if (!parsedName.success) throw new StudioError('bad_input', `"${name}" is not a valid function name: ${parsedName.error.issues[0]?.message ?? 'invalid'}`);
-    if (this.functions.find(name)) throw new StudioError('conflict', `a function named "${name}" already exists; pick another name`);
+    this.#assertNewName(name);
     const found = findTemplate(templatesDir, template);
     return this.saveFunction({ spec: { ...found.input.spec, name }, source: found.input.source });
+  }
+
+  /** Creates `newName` as a copy of the function `name` (its spec and source); `newName` must be free. */
+  async duplicateFunction(name: string, newName: string): Promise<FunctionRecord> {
+    this.functions.assertNameFree(newName);
+    const original = this.functions.get(name);
+    return this.saveFunction({ spec: { ...specOf(original), name: newName }, source: original.source });
+  }
+
+  /** A name for a new function: valid, and not another function's. */
+  #assertNewName(name: string): void {
+    const parsedName = FunctionNameSchema.safeParse(name);
+    if (!parsedName.success) throw new StudioError('bad_input', `"${name}" is not a valid function name: ${parsedName.error.issues[0]?.message ?? 'invalid'}`);
+    this.functions.assertNameFree(name);
   }
 
   /**
@@ -213,9 +225,7 @@ export class Engine {
    * store. A HAR entry's response becomes the function's first test case ("har").
    */
   async createFromRequest(name: string, source: ScaffoldSource): Promise<{ record: FunctionRecord; scaffold: ScaffoldResult; testCase?: string }> {
-    const parsedName = FunctionNameSchema.safeParse(name);
-    if (!parsedName.success) throw new StudioError('bad_input', `"${name}" is not a valid function name: ${parsedName.error.issues[0]?.message ?? 'invalid'}`);
-    if (this.functions.find(name)) throw new StudioError('conflict', `a function named "${name}" already exists; pick another name`);
+    this.#assertNewName(name);
     const scaffold = await scaffoldFunction(name, source, (credential) => this.credentials.find(credential));
     const record = await this.saveFunction(scaffold.input);
     if (!scaffold.testCase) return { record, scaffold };
@@ -245,10 +255,23 @@ export class Engine {
    */
   advise(names: readonly string[] = []): Advice[] {
     const chosen = names.length > 0 ? names.map((n) => this.functions.get(n)) : this.functions.list();
-    this.runs.catchUp();
-    const recorded = this.#db.prepare('SELECT body FROM run_recordings WHERE function_name = ? ORDER BY recorded_at');
-    const observed = (name: string): Observation[] => observationsOf((recorded.all(name) as Array<{ body: string }>).map((row) => row.body), this.tests.all(name));
+    const observed = (name: string): Observation[] => observationsOf(this.runs.recordings(name), this.tests.all(name));
     return advise(chosen, observed, this.functions.list().filter((f) => f.enabled).length);
+  }
+
+  /**
+   * Applies the `kind` advice `advise` gives for `name` now, saved like any edit (schema validated,
+   * source compiled, a revision kept). Refused as a conflict when the function moved past `revision`
+   * (the revision the advice was read at) or the advice is no longer given.
+   */
+  async applyAdvice(name: string, kind: Extract<AdviceKind, 'output_schema' | 'read_only'>, revision: number): Promise<FunctionRecord> {
+    const fn = this.functions.get(name);
+    if (fn.revision !== revision) throw new StudioError('conflict', `${name} changed since this advice was given (it is now at revision ${fn.revision}); look at the advice again`);
+    const advice = this.advise([name]).find((a) => a.function === name && a.kind === kind);
+    if (!advice) throw new StudioError('conflict', `there is no "${kind}" advice for ${name} any more; nothing was changed`);
+    const spec = specOf(fn);
+    const next = kind === 'output_schema' ? { ...spec, outputSchema: advice.suggestion as SaveInput['spec']['outputSchema'] } : { ...spec, annotations: { ...spec.annotations, readOnlyHint: true } };
+    return this.saveFunction({ spec: next, source: fn.source });
   }
 
   /** Imports every function under `dir`; all or nothing. */
@@ -427,55 +450,10 @@ export class Engine {
     return this.#credentialWatch.subscribe(listener);
   }
 
-  /**
-   * The bearer token of the Streamable HTTP MCP server: generated once and kept in this data
-   * folder's secrets (the OS keychain), so the app and `callable serve` on the same folder share
-   * it. With CALLABLE_SECRETS=env it comes from CALLABLE_MCP_TOKEN and cannot be regenerated.
-   */
-  async mcpToken(options: { regenerate?: boolean } = {}): Promise<string> {
-    if (this.#secrets.kind === 'env') {
-      if (options.regenerate) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: the token is CALLABLE_MCP_TOKEN; change that variable to replace it');
-      const token = await this.#secrets.get({ kind: 'mcp-token' });
-      if (!token) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: set CALLABLE_MCP_TOKEN to the HTTP bearer token, or serve with --no-auth');
-      return token;
-    }
-    // `mcp_token_version` (shared by every process on this folder) moves on each regeneration, so a
-    // running server re-reads the keychain only then: a cheap read per request, not a keychain call.
-    const version = (): string =>
-      (this.#db.prepare("SELECT value FROM settings WHERE key = 'mcp_token_version'").get() as { value: string } | undefined)?.value ?? '0';
-    if (!options.regenerate) {
-      const seen = version();
-      if (this.#mcpTokenSeen?.version === seen) return this.#mcpTokenSeen.token;
-      const existing = await this.#secrets.get({ kind: 'mcp-token' });
-      if (existing) {
-        this.#mcpTokenSeen = { version: seen, token: existing };
-        return existing;
-      }
-    }
-    const token = randomBytes(24).toString('base64url');
-    // Checked first (a lock held past the busy timeout, a schema moved by another version): a token
-    // is only replaced in the keychain when the servers can be told. A full disk passes this empty
-    // transaction and fails the write below.
-    writeTransaction(this.#db, () => undefined);
-    /** The token the running servers use: put back if they cannot be told of the new one (undefined: none). */
-    const previous = options.regenerate ? await this.#secrets.get({ kind: 'mcp-token' }) : undefined;
-    await this.#secrets.set({ kind: 'mcp-token' }, token);
-    try {
-      writeTransaction(this.#db, () =>
-        this.#db.prepare("INSERT INTO settings (key, value) VALUES ('mcp_token_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run(),
-      );
-    } catch (error) {
-      // The write failed after the check (the disk filled, another process took the lock): the
-      // keychain goes back to the token the servers know, or to none.
-      await (previous === undefined ? this.#secrets.delete({ kind: 'mcp-token' }) : this.#secrets.set({ kind: 'mcp-token' }, previous)).catch(() => {});
-      if (error instanceof StudioError) throw new StudioError(error.code, `${error.message}; the token was not changed`, error.details);
-      throw error;
-    }
-    this.#mcpTokenSeen = { version: version(), token };
-    return token;
+  /** The bearer token of the Streamable HTTP MCP server (see CredentialService.mcpToken). */
+  mcpToken(options: { regenerate?: boolean } = {}): Promise<string> {
+    return this.credentials.mcpToken(options);
   }
-
-  #mcpTokenSeen: { version: string; token: string } | undefined;
 
   close(): void {
     this.#catalogWatch.stop();

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
-import { credentialCommand, defaultDataDir, formatZodError, readTemplates, specOf, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
+import { credentialCommand, defaultDataDir, formatZodError, readTemplates, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
 import { stdioConfigs, stdioLaunch } from '../engine/mcp/clientConfig.ts';
 import type { McpHttpHost } from '../engine/mcp/httpHost.ts';
 
@@ -67,26 +67,14 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
     },
     'functions:openapiOperations': ({ file }) => engine.openApiOperations(file),
     'functions:rename': ({ name, newName }) => engine.functions.rename(name, newName),
-    'functions:duplicate': async ({ name, newName }) => {
-      if (engine.functions.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);
-      const original = engine.functions.get(name);
-      return engine.saveFunction({ spec: { ...specOf(original), name: newName }, source: original.source });
-    },
+    'functions:duplicate': ({ name, newName }) => engine.duplicateFunction(name, newName),
     'functions:delete': ({ name }) => {
-      const removed = engine.functions.get(name);
-      engine.functions.delete(name);
+      const removed = engine.functions.delete(name);
       return { spec: removed, source: removed.source };
     },
     'functions:advise': ({ name }) => engine.advise([name]),
     'functions:applyAdvice': async ({ name, kind, revision }) => {
-      const fn = engine.functions.get(name);
-      if (fn.revision !== revision) throw new StudioError('conflict', `${name} changed since this advice was given (it is now at revision ${fn.revision}); look at the advice again`);
-      const advice = engine.advise([name]).find((a) => a.function === name && a.kind === kind);
-      if (!advice) throw new StudioError('conflict', `there is no "${kind}" advice for ${name} any more; nothing was changed`);
-      const spec = specOf(fn);
-      // Saved like any edit: the schema is validated and compiled with the source, and a revision is kept.
-      const next = kind === 'output_schema' ? { ...spec, outputSchema: advice.suggestion as Parameters<Engine['saveFunction']>[0]['spec']['outputSchema'] } : { ...spec, annotations: { ...spec.annotations, readOnlyHint: true } };
-      const record = await engine.saveFunction({ spec: next, source: fn.source });
+      const record = await engine.applyAdvice(name, kind, revision);
       return { ...record, ungranted: ungrantedOf(record) };
     },
     'functions:setEnabled': ({ name, enabled }) => engine.functions.setEnabled(name, enabled),

@@ -358,6 +358,11 @@ export class RunLedger {
     }
   }
 
+  /** The recorded bodies (requests and results) of `functionName`'s recent runs, oldest first. */
+  recordings(functionName: string): string[] {
+    return this.#read(() => this.#db.prepare('SELECT body FROM run_recordings WHERE function_name = ? ORDER BY recorded_at').all(functionName) as Array<{ body: string }>).map((row) => row.body);
+  }
+
   /** The newest rowid: a cursor for `after`. */
   cursor(): number {
     return this.#read(() => (this.#db.prepare('SELECT COALESCE(MAX(rowid), 0) AS c FROM runs').get() as { c: number }).c);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/database.ts';
 import { nowIso, writeTransaction } from '../store/database.ts';
 import {
@@ -35,6 +36,11 @@ export function credentialsVersion(db: Db): number {
   return row ? Number(row.value) : 0;
 }
 
+/** Moves on each regeneration of the MCP token, in every process on this data folder. */
+function mcpTokenVersion(db: Db): string {
+  return (db.prepare("SELECT value FROM settings WHERE key = 'mcp_token_version'").get() as { value: string } | undefined)?.value ?? '0';
+}
+
 /**
  * Credential metadata in SQLite, secrets in this data folder's secrets. The secret is write-only
  * from the outside: nothing here returns it except `injection`, which the guarded fetch uses host-side.
@@ -43,6 +49,7 @@ export class CredentialService {
   readonly #db: Db;
   readonly #secrets: FolderSecrets;
   #stored: { version: number; secrets: Promise<Array<{ name: string; secret: string }>> } | undefined;
+  #mcpTokenSeen: { version: string; token: string } | undefined;
 
   constructor(db: Db, secrets: FolderSecrets) {
     this.#db = db;
@@ -274,6 +281,52 @@ export class CredentialService {
     return placement.kind === 'header'
       ? { name, hosts, secret, header: [placement.header, placement.template.split('{secret}').join(secret)] }
       : { name, hosts, secret, query: [placement.param, secret] };
+  }
+
+  /**
+   * The bearer token of the Streamable HTTP MCP server: generated once and kept in this data
+   * folder's secrets (the OS keychain), so the app and `callable serve` on the same folder share
+   * it. With CALLABLE_SECRETS=env it comes from CALLABLE_MCP_TOKEN and cannot be regenerated.
+   */
+  async mcpToken(options: { regenerate?: boolean } = {}): Promise<string> {
+    if (this.#secrets.kind === 'env') {
+      if (options.regenerate) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: the token is CALLABLE_MCP_TOKEN; change that variable to replace it');
+      const token = await this.#secrets.get({ kind: 'mcp-token' });
+      if (!token) throw new StudioError('bad_input', 'CALLABLE_SECRETS=env: set CALLABLE_MCP_TOKEN to the HTTP bearer token, or serve with --no-auth');
+      return token;
+    }
+    // `mcp_token_version` (shared by every process on this folder) moves on each regeneration, so a
+    // running server re-reads the keychain only then: a cheap read per request, not a keychain call.
+    if (!options.regenerate) {
+      const seen = mcpTokenVersion(this.#db);
+      if (this.#mcpTokenSeen?.version === seen) return this.#mcpTokenSeen.token;
+      const existing = await this.#secrets.get({ kind: 'mcp-token' });
+      if (existing) {
+        this.#mcpTokenSeen = { version: seen, token: existing };
+        return existing;
+      }
+    }
+    const token = randomBytes(24).toString('base64url');
+    // Checked first (a lock held past the busy timeout, a schema moved by another version): a token
+    // is only replaced in the keychain when the servers can be told. A full disk passes this empty
+    // transaction and fails the write below.
+    writeTransaction(this.#db, () => undefined);
+    /** The token the running servers use: put back if they cannot be told of the new one (undefined: none). */
+    const previous = options.regenerate ? await this.#secrets.get({ kind: 'mcp-token' }) : undefined;
+    await this.#secrets.set({ kind: 'mcp-token' }, token);
+    try {
+      writeTransaction(this.#db, () =>
+        this.#db.prepare("INSERT INTO settings (key, value) VALUES ('mcp_token_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run(),
+      );
+    } catch (error) {
+      // The write failed after the check (the disk filled, another process took the lock): the
+      // keychain goes back to the token the servers know, or to none.
+      await (previous === undefined ? this.#secrets.delete({ kind: 'mcp-token' }) : this.#secrets.set({ kind: 'mcp-token' }, previous)).catch(() => {});
+      if (error instanceof StudioError) throw new StudioError(error.code, `${error.message}; the token was not changed`, error.details);
+      throw error;
+    }
+    this.#mcpTokenSeen = { version: mcpTokenVersion(this.#db), token };
+    return token;
   }
 }
 

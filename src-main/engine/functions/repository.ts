@@ -86,6 +86,11 @@ export class FunctionRepository {
     return row ? toRecord(row) : undefined;
   }
 
+  /** Refuses a name another function already has (a create, copy or rename must not replace it). */
+  assertNameFree(name: string): void {
+    if (this.find(name)) throw new StudioError('conflict', `a function named "${name}" already exists; pick another name`);
+  }
+
   get(name: string): FunctionRecord {
     const found = this.find(name);
     if (!found) throw notFound(name);
@@ -161,7 +166,7 @@ export class FunctionRepository {
     if (!parsedName.success) throw new StudioError('bad_input', `"${newName}": ${formatZodError(parsedName.error)}`);
     const current = this.get(name);
     if (name === newName) return current;
-    if (this.find(newName)) throw new StudioError('conflict', `a function named "${newName}" already exists; pick another name`);
+    this.assertNameFree(newName);
     const compiled = await compileFunction(current.source, current.language, newName);
     const spec = { ...specOf(current), name: newName };
     return writeTransaction(this.#db, () => {
@@ -173,13 +178,16 @@ export class FunctionRepository {
     });
   }
 
-  delete(name: string): void {
+  /** Deletes a function with its revisions; returns it as it was, so the caller can offer to put it back. */
+  delete(name: string): FunctionRecord {
+    const removed = this.get(name);
     const info = writeTransaction(this.#db, () => {
       const r = this.#db.prepare('DELETE FROM functions WHERE name = ?').run(name);
       if (r.changes > 0) this.#bumpCatalog();
       return r;
     });
     if (info.changes === 0) throw notFound(name);
+    return removed;
   }
 
   revisions(name: string): RevisionRecord[] {
