@@ -1,3 +1,4 @@
+// @ts-check
 // The guest runtime: runs inside each fresh isolated-vm Context before the function's module.
 //
 // This is the attack surface between the function and the host (see vm2's history), so:
@@ -10,6 +11,17 @@
 // The function returns [settle, invoke]: the host calls settle(id, ok, value) to finish an async
 // host operation, and invoke(moduleExports, argsJson, functionName, runId, deadline) to run the handler.
 
+/**
+ * What the host answers an operation: its value, or the failure the guest sees as an Error.
+ * @typedef {{ ok: true, value: any } | { ok: false, error?: unknown }} HostAnswer
+ * @typedef {{ href: string, origin: string, protocol: string, username: string, password: string, host: string, hostname: string, port: string, pathname: string, search: string, hash: string }} UrlParts
+ * @typedef {{ status: number, statusText: string, url: string, redirected: boolean, headers: [string, string][], body: Uint8Array }} RawResponse
+ */
+/**
+ * @param {(op: string, ...args: unknown[]) => HostAnswer | undefined} hostSync
+ * @param {(op: string, payload: unknown) => HostAnswer | undefined} hostStart
+ * @returns {[settle: (id: number, ok: boolean, value: unknown) => void, invoke: (moduleExports: any, argsJson: string, functionName: unknown, runId: unknown, deadline: number) => Promise<string>]}
+ */
 export function callablePrelude(hostSync, hostStart) {
   'use strict';
   const G = globalThis;
@@ -48,13 +60,13 @@ export function callablePrelude(hostSync, hostStart) {
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
   const Uint8ArrayCtor = Uint8Array;
-  const ArrayBufferCtor = ArrayBuffer;
   const ArrayBufferIsView = ArrayBuffer.isView;
   const TypedArrayProto = ObjectGetPrototypeOf(Uint8Array.prototype);
-  const TypedArrayByteLength = Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteLength').get;
-  const TypedArrayBuffer = Object.getOwnPropertyDescriptor(TypedArrayProto, 'buffer').get;
-  const TypedArrayByteOffset = Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteOffset').get;
-  const ArrayBufferByteLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
+  // Accessors the intrinsic prototypes always have.
+  const TypedArrayByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteLength')).get);
+  const TypedArrayBuffer = /** @type {() => ArrayBuffer} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'buffer')).get);
+  const TypedArrayByteOffset = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteOffset')).get);
+  const ArrayBufferByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')).get);
   const ArrayBufferSlice = ArrayBuffer.prototype.slice;
   const MapCtor = Map;
   const MapGet = Map.prototype.get;
@@ -70,10 +82,14 @@ export function callablePrelude(hostSync, hostStart) {
   const encodeURIComponentFn = encodeURIComponent;
   const decodeURIComponentFn = decodeURIComponent;
 
+  /** @type {(fn: Function, self: unknown, ...args: unknown[]) => any} */
   const call = (fn, self, ...args) => ReflectApply(fn, self, args);
+  /** @param {unknown} v */
   const str = (v) => StringCtor(v);
+  /** @type {(v: unknown) => v is Uint8Array} */
   const isBytes = (v) => ArrayBufferIsView(v) && call(ObjectPrototypeToString, v) === '[object Uint8Array]';
   // The byteLength getter throws for anything but a real ArrayBuffer (a toStringTag can be faked).
+  /** @type {(v: unknown) => v is ArrayBuffer} */
   const isArrayBuffer = (v) => {
     try {
       call(ArrayBufferByteLength, v);
@@ -82,6 +98,7 @@ export function callablePrelude(hostSync, hostStart) {
       return false;
     }
   };
+  /** @param {ArrayBufferView} view */
   const copyBytes = (view) => {
     // A fresh Uint8Array with exactly the view's bytes (works for any ArrayBufferView).
     const buffer = call(TypedArrayBuffer, view);
@@ -89,13 +106,16 @@ export function callablePrelude(hostSync, hostStart) {
     return new Uint8ArrayCtor(call(ArrayBufferSlice, buffer, offset, offset + call(TypedArrayByteLength, view)));
   };
 
+  /** @param {string} name @param {unknown} value */
   const defineGlobal = (name, value) => ObjectDefineProperty(G, name, { value, writable: true, configurable: true, enumerable: false });
+  /** @param {any} failure */
   const hostError = (failure) => {
-    const err = new ErrorCtor(failure && typeof failure.message === 'string' ? failure.message : 'host operation failed');
+    const err = /** @type {Error & { code?: string }} */ (new ErrorCtor(failure && typeof failure.message === 'string' ? failure.message : 'host operation failed'));
     if (failure && typeof failure.code === 'string') err.code = failure.code;
     return err;
   };
   // A sync host call: the host answers { ok, value } or { ok: false, error }.
+  /** @param {string} op @param {...unknown} args */
   const sync = (op, ...args) => {
     const answer = ReflectApply(hostSync, undefined, [op, ...args]);
     if (answer && answer.ok === true) return answer.value;
@@ -103,7 +123,9 @@ export function callablePrelude(hostSync, hostStart) {
   };
 
   // ---- async host operations (fetch, timers): the host settles them by id ----
+  /** @type {Map<number, { resolve: (value: unknown) => void, reject: (reason: unknown) => void }>} */
   const pending = new MapCtor();
+  /** @type {(op: string, payload: unknown) => Promise<any>} */
   const start = (op, payload) =>
     new PromiseCtor((resolve, reject) => {
       const answer = ReflectApply(hostStart, undefined, [op, payload]);
@@ -113,6 +135,7 @@ export function callablePrelude(hostSync, hostStart) {
       }
       call(MapSet, pending, answer.value, { resolve, reject });
     });
+  /** @param {number} id @param {boolean} ok @param {unknown} value */
   const settle = (id, ok, value) => {
     const entry = call(MapGet, pending, id);
     if (entry === undefined) return;
@@ -122,6 +145,8 @@ export function callablePrelude(hostSync, hostStart) {
   };
 
   // ---- formatting for console and ctx.log ----
+  /** @param {any} value @param {number} [depth] @returns {string} */
+
   const format = (value, depth) => {
     if (typeof value === 'string') return value;
     if (value === undefined) return 'undefined';
@@ -147,23 +172,26 @@ export function callablePrelude(hostSync, hostStart) {
       }
     }
   };
-  const formatArgs = (args) => call(ArrayJoin, call(ArrayMap, args, (a) => format(a, 0)), ' ');
+  /** @param {unknown[]} args @returns {string} */
+  const formatArgs = (args) => call(ArrayJoin, call(ArrayMap, args, /** @param {unknown} a */ (a) => format(a, 0)), ' ');
+  /** @param {string} level @param {unknown[]} args */
   const log = (level, args) => {
     sync('log', level, formatArgs(args));
   };
 
   const consoleObject = ObjectCreate(null);
-  consoleObject.log = (...args) => log('info', args);
-  consoleObject.info = (...args) => log('info', args);
-  consoleObject.debug = (...args) => log('debug', args);
-  consoleObject.warn = (...args) => log('warn', args);
-  consoleObject.error = (...args) => log('error', args);
-  consoleObject.trace = (...args) => log('debug', args);
+  consoleObject.log = /** @param {...unknown} args */ (...args) => log('info', args);
+  consoleObject.info = /** @param {...unknown} args */ (...args) => log('info', args);
+  consoleObject.debug = /** @param {...unknown} args */ (...args) => log('debug', args);
+  consoleObject.warn = /** @param {...unknown} args */ (...args) => log('warn', args);
+  consoleObject.error = /** @param {...unknown} args */ (...args) => log('error', args);
+  consoleObject.trace = /** @param {...unknown} args */ (...args) => log('debug', args);
   defineGlobal('console', consoleObject);
 
   // ---- timers (bounded by the run's deadline: the host never fires one after it) ----
   let nextTimer = 1;
   const timers = new MapCtor();
+  /** @param {unknown} fn @param {any} ms @param {...unknown} args */
   const setTimeoutFn = (fn, ms, ...args) => {
     if (typeof fn !== 'function') throw new TypeErrorCtor('setTimeout needs a function');
     const delay = NumberIsFinite(+ms) && +ms > 0 ? +ms : 0;
@@ -181,29 +209,32 @@ export function callablePrelude(hostSync, hostStart) {
     );
     return handle;
   };
+  /** @param {unknown} handle */
   const clearTimeoutFn = (handle) => {
     call(MapDelete, timers, handle);
   };
   defineGlobal('setTimeout', setTimeoutFn);
   defineGlobal('clearTimeout', clearTimeoutFn);
-  defineGlobal('queueMicrotask', (fn) => {
+  defineGlobal('queueMicrotask', /** @param {() => unknown} fn */ (fn) => {
     call(PromiseThen, PromiseResolve(), () => fn());
   });
 
   // ---- base64 ----
   const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  /** @param {Uint8Array} bytes */
   const bytesToBase64 = (bytes) => {
     let out = '';
     const n = bytes.length;
     for (let i = 0; i < n; i += 3) {
-      const a = bytes[i];
-      const b = i + 1 < n ? bytes[i + 1] : 0;
-      const c = i + 2 < n ? bytes[i + 2] : 0;
+      const a = /** @type {number} */ (bytes[i]);
+      const b = /** @type {number} */ (i + 1 < n ? bytes[i + 1] : 0);
+      const c = /** @type {number} */ (i + 2 < n ? bytes[i + 2] : 0);
       const triple = (a << 16) | (b << 8) | c;
-      out += B64[(triple >> 18) & 63] + B64[(triple >> 12) & 63] + (i + 1 < n ? B64[(triple >> 6) & 63] : '=') + (i + 2 < n ? B64[triple & 63] : '=');
+      out += /** @type {string} */ (B64[(triple >> 18) & 63]) + /** @type {string} */ (B64[(triple >> 12) & 63]) + (i + 1 < n ? B64[(triple >> 6) & 63] : '=') + (i + 2 < n ? B64[triple & 63] : '=');
     }
     return out;
   };
+  /** @param {unknown} text */
   const base64ToBytes = (text) => {
     const clean = call(StringReplace, str(text), /[\t\n\f\r ]/g, '');
     if (clean.length % 4 === 1 || call(RegExpTest, /[^A-Za-z0-9+/=]|=[^=]|={3,}/, clean)) {
@@ -224,7 +255,7 @@ export function callablePrelude(hostSync, hostStart) {
     }
     return out;
   };
-  defineGlobal('btoa', (input) => {
+  defineGlobal('btoa', /** @param {unknown} input */ (input) => {
     const s = str(input);
     const bytes = new Uint8ArrayCtor(s.length);
     for (let i = 0; i < s.length; i++) {
@@ -234,17 +265,18 @@ export function callablePrelude(hostSync, hostStart) {
     }
     return bytesToBase64(bytes);
   });
-  defineGlobal('atob', (input) => {
+  defineGlobal('atob', /** @param {unknown} input */ (input) => {
     const bytes = base64ToBytes(input);
     let out = '';
-    for (let i = 0; i < bytes.length; i++) out += StringFromCharCode(bytes[i]);
+    for (let i = 0; i < bytes.length; i++) out += StringFromCharCode(/** @type {number} */ (bytes[i]));
     return out;
   });
 
   // ---- UTF-8 ----
+  /** @param {unknown} input */
   const utf8Encode = (input) => {
     const s = str(input);
-    const out = [];
+    const out = /** @type {number[]} */ ([]);
     for (let i = 0; i < s.length; i++) {
       let cp = call(StringCodePointAt, s, i);
       if (cp > 0xffff) i++;
@@ -256,15 +288,17 @@ export function callablePrelude(hostSync, hostStart) {
     }
     return new Uint8ArrayCtor(out);
   };
+  /** @param {Uint8Array} bytes */
   const utf8Decode = (bytes) => {
     let out = '';
-    let chunk = [];
+    let chunk = /** @type {number[]} */ ([]);
     const flush = () => {
       if (chunk.length > 0) {
         out += ReflectApply(StringFromCharCode, undefined, chunk);
         chunk = [];
       }
     };
+    /** @param {number} cp */
     const push = (cp) => {
       if (cp > 0xffff) {
         cp -= 0x10000;
@@ -273,7 +307,7 @@ export function callablePrelude(hostSync, hostStart) {
       if (chunk.length > 8192) flush();
     };
     for (let i = 0; i < bytes.length; ) {
-      const b = bytes[i];
+      const b = /** @type {number} */ (bytes[i]);
       let need = 0;
       let cp = 0;
       let min = 0;
@@ -315,6 +349,7 @@ export function callablePrelude(hostSync, hostStart) {
     flush();
     return out;
   };
+  /** @param {unknown} input @param {string} what @returns {Uint8Array} */
   const toBytes = (input, what) => {
     if (isBytes(input)) return input;
     if (isArrayBuffer(input)) return new Uint8ArrayCtor(input);
@@ -337,6 +372,7 @@ export function callablePrelude(hostSync, hostStart) {
     get encoding() {
       return 'utf-8';
     }
+    /** @param {unknown} input */
     decode(input) {
       if (input === undefined) return '';
       const bytes = toBytes(input, 'TextDecoder.decode');
@@ -348,6 +384,7 @@ export function callablePrelude(hostSync, hostStart) {
   defineGlobal('TextDecoder', TextDecoder);
 
   // ---- crypto ----
+  /** @param {unknown} array */
   const getRandomValues = (array) => {
     if (!ArrayBufferIsView(array) || call(ObjectPrototypeToString, array) === '[object DataView]' || call(ObjectPrototypeToString, array) === '[object Float32Array]' || call(ObjectPrototypeToString, array) === '[object Float64Array]') {
       throw new TypeErrorCtor('crypto.getRandomValues: expected an integer typed array');
@@ -359,6 +396,7 @@ export function callablePrelude(hostSync, hostStart) {
     for (let i = 0; i < length; i++) target[i] = random[i];
     return array;
   };
+  /** @param {number} b */
   const hex = (b) => (b < 16 ? '0' : '') + b.toString(16);
   const randomUUID = () => {
     const b = sync('random', 16);
@@ -376,15 +414,18 @@ export function callablePrelude(hostSync, hostStart) {
   // ---- URLSearchParams (application/x-www-form-urlencoded) ----
   // The WHATWG urlencoded serializer: a lone surrogate becomes U+FFFD, space '+', and only
   // alphanumerics and *-._ stay as they are.
+  /** @param {unknown} s @returns {string} */
   const formEncode = (s) =>
-    call(StringReplace, call(StringReplace, encodeURIComponentFn(call(StringToWellFormed, str(s))), /%20/g, '+'), /[!'()~]/g, (c) => `%${call(StringCharCodeAt, c, 0).toString(16).toUpperCase()}`);
-  const formText = (pairs) => call(ArrayJoin, call(ArrayMap, pairs, (p) => `${formEncode(p[0])}=${formEncode(p[1])}`), '&');
+    call(StringReplace, call(StringReplace, encodeURIComponentFn(call(StringToWellFormed, str(s))), /%20/g, '+'), /[!'()~]/g, /** @param {string} c */ (c) => `%${call(StringCharCodeAt, c, 0).toString(16).toUpperCase()}`);
+  /** @param {[string, string][]} pairs @returns {string} */
+  const formText = (pairs) => call(ArrayJoin, call(ArrayMap, pairs, /** @param {[string, string]} p */ (p) => `${formEncode(p[0])}=${formEncode(p[1])}`), '&');
+  /** @param {string} s @returns {string} */
   const formDecode = (s) => {
     const plus = call(StringReplace, s, /\+/g, ' ');
     try {
       return decodeURIComponentFn(plus);
     } catch {
-      return call(StringReplace, plus, /%([0-9A-Fa-f]{2})/g, (m, h) => {
+      return call(StringReplace, plus, /%([0-9A-Fa-f]{2})/g, /** @param {string} m @param {string} h */ (m, h) => {
         try {
           return decodeURIComponentFn(m);
         } catch {
@@ -394,10 +435,14 @@ export function callablePrelude(hostSync, hostStart) {
     }
   };
   const searchParamsOwner = new WeakMapCtor();
+  /** @type {(params: URLSearchParams, text: string) => void} */
   let resetParams;
+  /** @type {(value: unknown) => string | undefined} */
   let paramsText;
   class URLSearchParams {
+    /** @type {[string, string][]} */
     #list = [];
+    /** @param {any} [init] */
     constructor(init) {
       if (init === undefined || init === null) return;
       if (typeof init === 'object' && typeof init[SymbolIterator] === 'function') {
@@ -412,7 +457,9 @@ export function callablePrelude(hostSync, hostStart) {
         this.#parse(str(init));
       }
     }
+    /** @param {string} text */
     #parse(text) {
+
       this.#list = [];
       const s = text[0] === '?' ? call(StringSlice, text, 1) : text;
       if (s === '') return;
@@ -436,36 +483,42 @@ export function callablePrelude(hostSync, hostStart) {
     get size() {
       return this.#list.length;
     }
+    /** @param {unknown} name @param {unknown} value */
     append(name, value) {
       call(ArrayPush, this.#list, [str(name), str(value)]);
       this.#changed();
     }
+    /** @param {unknown} name @param {unknown} [value] */
     delete(name, value) {
       const n = str(name);
-      const out = [];
+      const out = /** @type {[string, string][]} */ ([]);
       for (const p of this.#list) if (!(p[0] === n && (value === undefined || p[1] === str(value)))) call(ArrayPush, out, p);
       this.#list = out;
       this.#changed();
     }
+    /** @param {unknown} name */
     get(name) {
       const n = str(name);
       for (const p of this.#list) if (p[0] === n) return p[1];
       return null;
     }
+    /** @param {unknown} name */
     getAll(name) {
       const n = str(name);
-      const out = [];
+      const out = /** @type {string[]} */ ([]);
       for (const p of this.#list) if (p[0] === n) call(ArrayPush, out, p[1]);
       return out;
     }
+    /** @param {unknown} name @param {unknown} [value] */
     has(name, value) {
       const n = str(name);
       for (const p of this.#list) if (p[0] === n && (value === undefined || p[1] === str(value))) return true;
       return false;
     }
+    /** @param {unknown} name @param {unknown} value */
     set(name, value) {
       const n = str(name);
-      const out = [];
+      const out = /** @type {[string, string][]} */ ([]);
       let done = false;
       for (const p of this.#list) {
         if (p[0] !== n) call(ArrayPush, out, p);
@@ -492,6 +545,7 @@ export function callablePrelude(hostSync, hostStart) {
       this.#list = list;
       this.#changed();
     }
+    /** @param {(value: string, name: string, params: URLSearchParams) => void} fn @param {unknown} [thisArg] */
     forEach(fn, thisArg) {
       for (const p of call(ArraySlice, this.#list)) ReflectApply(fn, thisArg, [p[1], p[0], this]);
     }
@@ -518,15 +572,19 @@ export function callablePrelude(hostSync, hostStart) {
 
   // ---- URL: parsed by the host's WHATWG parser; only strings cross ----
   class URL {
+    /** @type {UrlParts} */
     #parts;
+    /** @type {URLSearchParams} */
     #params;
+    /** @param {unknown} url @param {unknown} [base] */
     constructor(url, base) {
       this.#parts = sync('url', str(url), base === undefined ? undefined : str(base));
       this.#params = new URLSearchParams(this.#parts.search);
-      call(WeakMapSet, searchParamsOwner, this.#params, (text) => {
+      call(WeakMapSet, searchParamsOwner, this.#params, /** @param {string} text */ (text) => {
         this.#parts = sync('url', this.#parts.href, undefined, 'search', text);
       });
     }
+    /** @param {unknown} url @param {unknown} [base] */
     static canParse(url, base) {
       try {
         new URL(url, base);
@@ -535,6 +593,7 @@ export function callablePrelude(hostSync, hostStart) {
         return false;
       }
     }
+    /** @param {unknown} url @param {unknown} [base] */
     static parse(url, base) {
       try {
         return new URL(url, base);
@@ -542,6 +601,7 @@ export function callablePrelude(hostSync, hostStart) {
         return null;
       }
     }
+    /** @param {string} part @param {unknown} value */
     #set(part, value) {
       this.#parts = sync('url', this.#parts.href, undefined, part, str(value));
       if (part === 'href' || part === 'search') resetParams(this.#params, this.#parts.search);
@@ -577,7 +637,9 @@ export function callablePrelude(hostSync, hostStart) {
   // ---- Headers ----
   const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
   class Headers {
+    /** @type {Map<string, string>} */
     #map = new MapCtor();
+    /** @param {any} [init] */
     constructor(init) {
       if (init === undefined || init === null) return;
       if (typeof init === 'object' && typeof init[SymbolIterator] === 'function') {
@@ -590,35 +652,42 @@ export function callablePrelude(hostSync, hostStart) {
         for (const key of ObjectKeys(init)) this.append(key, init[key]);
       } else throw new TypeErrorCtor('Headers: expected an object or a list of pairs');
     }
+    /** @param {unknown} name */
     #name(name) {
       const n = str(name);
       if (!call(RegExpTest, HEADER_NAME, n)) throw new TypeErrorCtor(`Headers: "${n}" is not a valid header name`);
       return call(StringToLowerCase, n);
     }
+    /** @param {unknown} name @param {unknown} value */
     append(name, value) {
       const n = this.#name(name);
       const v = call(StringTrim, str(value));
       const prev = call(MapGet, this.#map, n);
       call(MapSet, this.#map, n, prev === undefined ? v : `${prev}, ${v}`);
     }
+    /** @param {unknown} name @param {unknown} value */
     set(name, value) {
       call(MapSet, this.#map, this.#name(name), call(StringTrim, str(value)));
     }
+    /** @param {unknown} name */
     get(name) {
       const v = call(MapGet, this.#map, this.#name(name));
       return v === undefined ? null : v;
     }
+    /** @param {unknown} name */
     has(name) {
       return call(MapHas, this.#map, this.#name(name));
     }
+    /** @param {unknown} name */
     delete(name) {
       call(MapDelete, this.#map, this.#name(name));
     }
+    /** @param {(value: string, name: string, headers: Headers) => void} fn @param {unknown} [thisArg] */
     forEach(fn, thisArg) {
       for (const [k, v] of this.entries()) ReflectApply(fn, thisArg, [v, k, this]);
     }
     *entries() {
-      const all = [];
+      const all = /** @type {[string, string][]} */ ([]);
       this.#map.forEach((v, k) => call(ArrayPush, all, [k, v]));
       all.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
       for (const p of all) yield p;
@@ -640,18 +709,21 @@ export function callablePrelude(hostSync, hostStart) {
 
   // ---- content helpers: a function returns these for MCP content other than JSON ----
   const contentBrand = new WeakMapCtor();
+  /** @param {unknown} data @param {string} what */
   const dataOf = (data, what) => (typeof data === 'string' ? data : bytesToBase64(toBytes(data, what)));
+  /** @template {object} T @param {T} item @returns {Readonly<T>} */
   const brand = (item) => {
     const frozen = ObjectFreeze(item);
     call(WeakMapSet, contentBrand, frozen, true);
     return frozen;
   };
   const content = ObjectCreate(null);
-  content.text = (text) => brand({ type: 'text', text: str(text) });
-  content.image = (data, mimeType) => brand({ type: 'image', data: dataOf(data, 'ctx.content.image'), mimeType: str(mimeType) });
-  content.audio = (data, mimeType) => brand({ type: 'audio', data: dataOf(data, 'ctx.content.audio'), mimeType: str(mimeType) });
-  content.resource = (resource) => {
+  content.text = /** @param {unknown} text */ (text) => brand({ type: 'text', text: str(text) });
+  content.image = /** @param {unknown} data @param {unknown} mimeType */ (data, mimeType) => brand({ type: 'image', data: dataOf(data, 'ctx.content.image'), mimeType: str(mimeType) });
+  content.audio = /** @param {unknown} data @param {unknown} mimeType */ (data, mimeType) => brand({ type: 'audio', data: dataOf(data, 'ctx.content.audio'), mimeType: str(mimeType) });
+  content.resource = /** @param {any} resource */ (resource) => {
     if (!resource || typeof resource !== 'object') throw new TypeErrorCtor('ctx.content.resource: expected { uri, mimeType?, text? | blob? }');
+    /** @type {{ uri: string, mimeType?: string, text?: string, blob?: string }} */
     const r = { uri: str(resource.uri) };
     if (resource.mimeType !== undefined) r.mimeType = str(resource.mimeType);
     if (resource.text !== undefined) r.text = str(resource.text);
@@ -662,13 +734,15 @@ export function callablePrelude(hostSync, hostStart) {
   ObjectFreeze(content);
 
   // ---- ctx.fetch ----
+  /** @param {unknown} headers */
   const headerPairs = (headers) => {
-    const out = [];
+    const out = /** @type {[string, string][]} */ ([]);
     if (headers === undefined || headers === null) return out;
     const h = new Headers(headers);
     for (const [k, v] of h.entries()) call(ArrayPush, out, [k, v]);
     return out;
   };
+  /** @param {RawResponse} raw */
   const makeResponse = (raw) => {
     const body = raw.body;
     const headers = new Headers(raw.headers);
@@ -681,7 +755,7 @@ export function callablePrelude(hostSync, hostStart) {
       redirected: raw.redirected,
       headers,
       text,
-      json: () => call(PromiseThen, text(), (t) => JSONParse(t)),
+      json: () => call(PromiseThen, text(), /** @param {string} t */ (t) => JSONParse(t)),
       arrayBuffer: () => PromiseResolve(call(TypedArrayBuffer, copyBytes(body))),
       bytes: () => PromiseResolve(copyBytes(body)),
     });
@@ -690,33 +764,41 @@ export function callablePrelude(hostSync, hostStart) {
   // here; `multipart` crosses as plain parts and the host encodes it.
   const BODY_OPTIONS = ['json', 'body', 'form', 'multipart'];
   const FORM_TYPE = 'application/x-www-form-urlencoded';
+  /** @param {unknown} v */
   const kindOf = (v) => (v === null ? 'null' : ArrayIsArray(v) ? 'an array' : typeof v);
+  /** @type {(v: unknown) => v is string | number | boolean} */
   const isField = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
   // An own element, whatever setters the function put on Array.prototype's indexes (push would call them).
-  const append = (array, value) => ObjectDefineProperty(array, array.length, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
-  /** Calls visit(name, value, label) for each field of `fields` (an array value is the field repeated, in order). */
+  /** @param {unknown[]} array @param {unknown} value */
+  const append = (array, value) => ObjectDefineProperty(array, array.length, /** @type {PropertyDescriptor} */ ({ __proto__: null, value, writable: true, enumerable: true, configurable: true }));
+  /**
+   * Calls visit(name, value, label) for each field of `fields` (an array value is the field repeated, in order).
+   * @param {any} fields @param {string} what @param {(name: string, value: any, label: string) => void} visit
+   */
   const eachField = (fields, what, visit) => {
     if (fields === null || typeof fields !== 'object' || ArrayIsArray(fields)) {
       throw new TypeErrorCtor(`ctx.fetch: ${what} must be an object of name: value (or [values]), not ${kindOf(fields)}`);
     }
     const names = ObjectKeys(fields);
     for (let i = 0; i < names.length; i++) {
-      const name = names[i];
+      const name = /** @type {string} */ (names[i]);
       const value = fields[name];
       if (!ArrayIsArray(value)) visit(name, value, name);
       else for (let j = 0, n = value.length; j < n; j++) visit(name, value[j], `${name}[${j}]`);
     }
   };
+  /** @param {unknown} form */
   const formBody = (form) => {
-    const pairs = [];
+    const pairs = /** @type {[string, string][]} */ ([]);
     eachField(form, 'form', (name, value, label) => {
       if (!isField(value)) throw new TypeErrorCtor(`ctx.fetch: form field "${label}" must be a string, number or boolean (or an array of them), not ${kindOf(value)}`);
       append(pairs, [name, str(value)]);
     });
     return formText(pairs);
   };
+  /** @param {unknown} multipart */
   const multipartParts = (multipart) => {
-    const parts = [];
+    const parts = /** @type {unknown[]} */ ([]);
     eachField(multipart, 'multipart', (name, value, label) => {
       const part = ObjectCreate(null);
       part.name = name;
@@ -743,15 +825,16 @@ export function callablePrelude(hostSync, hostStart) {
     });
     return parts;
   };
+  /** @param {unknown} input @param {any} [init] */
   const fetchFn = (input, init) => {
     try {
       const options = init === undefined || init === null ? {} : init;
       const request = ObjectCreate(null);
       request.url = str(input);
-      const given = [];
+      const given = /** @type {string[]} */ ([]);
       const chosen = ObjectCreate(null);
       for (let i = 0; i < BODY_OPTIONS.length; i++) {
-        const key = BODY_OPTIONS[i];
+        const key = /** @type {string} */ (BODY_OPTIONS[i]);
         const value = options[key];
         if (value !== undefined && (key === 'json' || value !== null)) {
           append(given, key);
@@ -762,7 +845,7 @@ export function callablePrelude(hostSync, hostStart) {
       request.method = options.method === undefined ? (given.length > 0 ? 'POST' : 'GET') : str(options.method);
       const headers = headerPairs(options.headers);
       const hasType = () => {
-        for (let i = 0; i < headers.length; i++) if (headers[i][0] === 'content-type') return true;
+        for (let i = 0; i < headers.length; i++) if (/** @type {[string, string]} */ (headers[i])[0] === 'content-type') return true;
         return false;
       };
       let body;
@@ -797,7 +880,9 @@ export function callablePrelude(hostSync, hostStart) {
   // ---- ctx.elicit / ctx.sample: questions the engine puts to a person or the client's model ----
   // Only JSON text crosses out (the host parses it; nothing the guest built is passed by reference),
   // and the answer comes back as a fresh copy.
+  /** @param {unknown} error @returns {Promise<never>} */
   const rejected = (error) => new PromiseCtor((_, reject) => reject(error));
+  /** @param {unknown} message @param {unknown} [requestedSchema] */
   const elicitFn = (message, requestedSchema) => {
     try {
       const payload = ObjectCreate(null);
@@ -808,6 +893,7 @@ export function callablePrelude(hostSync, hostStart) {
       return rejected(error);
     }
   };
+  /** @param {unknown} messages @param {unknown} [options] */
   const sampleFn = (messages, options) => {
     try {
       const payload = ObjectCreate(null);
@@ -820,6 +906,7 @@ export function callablePrelude(hostSync, hostStart) {
   };
 
   // ---- the handler call ----
+  /** @param {unknown} value */
   const serialize = (value) => {
     if (value !== null && typeof value === 'object' && call(WeakMapHas, contentBrand, value)) {
       return JSONStringify({ ok: true, content: [value] });
@@ -833,11 +920,12 @@ export function callablePrelude(hostSync, hostStart) {
     try {
       json = JSONStringify(value === undefined ? null : value);
     } catch (error) {
-      return JSONStringify({ ok: false, error: { name: 'TypeError', message: `the result is not JSON-serializable: ${format(error && error.message)}` } });
+      return JSONStringify({ ok: false, error: { name: 'TypeError', message: `the result is not JSON-serializable: ${format(error && /** @type {{ message?: unknown }} */ (error).message)}` } });
     }
     if (json === undefined) json = 'null';
     return `{"ok":true,"value":${json}}`;
   };
+  /** @param {any} error */
   const describeError = (error) => {
     if (error !== null && typeof error === 'object') {
       let name = 'Error';
@@ -857,22 +945,23 @@ export function callablePrelude(hostSync, hostStart) {
     return { name: 'Error', message: `a non-Error value was thrown: ${format(error, 0)}` };
   };
 
+  /** @param {any} moduleExports @param {string} argsJson @param {unknown} functionName @param {unknown} runId @param {number} deadline */
   const invoke = (moduleExports, argsJson, functionName, runId, deadline) => {
     const handler = moduleExports && moduleExports.default;
     if (typeof handler !== 'function') {
       return PromiseResolve(JSONStringify({ ok: false, error: { name: 'TypeError', message: 'the module has no default export function' } }));
     }
-    const ctxLog = (...args) => log('info', args);
-    ctxLog.debug = (...args) => log('debug', args);
-    ctxLog.info = (...args) => log('info', args);
-    ctxLog.warn = (...args) => log('warn', args);
-    ctxLog.error = (...args) => log('error', args);
+    const ctxLog = /** @param {...unknown} args */ (...args) => log('info', args);
+    ctxLog.debug = /** @param {...unknown} args */ (...args) => log('debug', args);
+    ctxLog.info = /** @param {...unknown} args */ (...args) => log('info', args);
+    ctxLog.warn = /** @param {...unknown} args */ (...args) => log('warn', args);
+    ctxLog.error = /** @param {...unknown} args */ (...args) => log('error', args);
     const ctx = ObjectFreeze({
       fetch: fetchFn,
       elicit: elicitFn,
       sample: sampleFn,
       log: ObjectFreeze(ctxLog),
-      progress: (progress, total, message) => {
+      progress: /** @param {any} progress @param {any} [total] @param {unknown} [message] */ (progress, total, message) => {
         sync('progress', +progress, total === undefined ? undefined : +total, message === undefined ? undefined : str(message));
       },
       content,
@@ -886,7 +975,8 @@ export function callablePrelude(hostSync, hostStart) {
     } catch (error) {
       return PromiseResolve(JSONStringify({ ok: false, error: describeError(error) }));
     }
-    return call(PromiseThen, promise, serialize, (error) => JSONStringify({ ok: false, error: describeError(error) }));
+    return call(PromiseThen, promise, serialize, /** @param {unknown} error */ (error) =>
+ JSONStringify({ ok: false, error: describeError(error) }));
   };
 
   return [settle, invoke];
