@@ -111,4 +111,17 @@ describe('damage SQLite finds in another table, past what opening checks', () =>
       expect(read.code).toBe(2);
     }
   }, 60_000);
+
+  it('callable mcp, listing the tools, answers with the same words (what is damaged, the backup, the restore command)', async () => {
+    const { dataDir, backup } = await damagedFolder((file) => misdirectIndex(file, 'sqlite_autoindex_functions_1'));
+    const transport = new StdioClientTransport({ command: CALLABLE_COMMAND.command, args: [...CALLABLE_COMMAND.args, 'mcp', '--data-dir', dataDir], stderr: 'pipe', env: ENV as Record<string, string> });
+    const client = new Client({ name: 'damage-client', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const file = esc(join(dataDir, DATABASE_FILE));
+      await expect(client.listTools()).rejects.toThrow(new RegExp(`${file} is not a usable database \\(the function catalog is damaged: SQLITE_CORRUPT\\w*: [^)]+\\); ${restoreAdvice(dataDir, backup)}`));
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
 });

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.ts';
-import { nowIso, writeTransaction } from '../store/database.ts';
+import { corruptionOf, nowIso, writeTransaction } from '../store/database.ts';
 import { bumpCatalog, catalogVersion } from '../store/catalog.ts';
 import {
   FunctionNameSchema,
@@ -77,13 +77,22 @@ export class FunctionRepository {
 
   list(): FunctionRecord[] {
     this.#fresh();
-    this.#list ??= (this.#db.prepare('SELECT * FROM functions ORDER BY name').all() as Row[]).map(toRecord);
+    this.#list ??= this.#read(() => this.#db.prepare('SELECT * FROM functions ORDER BY name').all() as Row[]).map(toRecord);
     return this.#list.map((r) => ({ ...r }));
   }
 
   find(name: string): FunctionRecord | undefined {
-    const row = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined;
+    const row = this.#read(() => this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined);
     return row ? toRecord(row) : undefined;
+  }
+
+  /** A catalog read; damage SQLite finds there is the line opening gives for it (whoever reads: CLI, MCP, studio). */
+  #read<T>(query: () => T): T {
+    try {
+      return query();
+    } catch (error) {
+      throw corruptionOf(error, this.#db.name, 'the function catalog') ?? error;
+    }
   }
 
   /** Refuses a name another function already has (a create, copy or rename must not replace it). */
@@ -102,7 +111,7 @@ export class FunctionRepository {
     this.#fresh();
     let loaded = this.#loaded.get(name);
     if (!loaded) {
-      const row = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined;
+      const row = this.#read(() => this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined);
       if (!row) throw notFound(name);
       loaded = { record: toRecord(row), compiled: JSON.parse(row.compiled) as CompiledFunction };
       this.#loaded.set(name, loaded);
