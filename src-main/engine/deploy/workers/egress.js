@@ -1,3 +1,4 @@
+// @ts-check
 // The egress Worker: every request a function's isolate makes arrives here (through the gateway's
 // Outbound entrypoint, which names the function in x-callable-function). It applies the function's
 // allowedHosts with the engine's own matching rules (model/hosts.ts) and address classification
@@ -12,15 +13,20 @@ import { POLICIES, CREDENTIALS } from 'callable:egress';
 const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
 const MAX_REDIRECTS = 5;
 
+/** @param {string} code @param {string} message @param {TraceEntry[]} trace */
 function refuse(code, message, trace) {
   return new Response(message, { status: 502, headers: { 'x-callable-error': code, 'x-callable-trace': JSON.stringify(trace) } });
 }
 
+/** @param {string[]} list */
 function patternsOf(list) {
-  return list.map((h) => parseHostPattern(h)).filter((p) => !isHostPatternError(p));
+  return list.map((h) => parseHostPattern(h)).filter(/** @returns {p is HostPattern} */ (p) => !isHostPatternError(p));
 }
 
-/** Why `url` may not be fetched by a function with these patterns, or undefined. */
+/**
+ * Why `url` may not be fetched by a function with these patterns, or undefined.
+ * @param {URL} url @param {HostPattern[]} patterns @param {string[]} allowedHosts @returns {string | undefined}
+ */
 function checkUrl(url, patterns, allowedHosts) {
   // The reasons are the local engine's (net/guardedFetch.ts), so a refusal reads the same deployed.
   if (url.username !== '' || url.password !== '') return 'URLs with a user name or password are refused; use a credential instead';
@@ -45,11 +51,14 @@ function checkUrl(url, patterns, allowedHosts) {
   return undefined;
 }
 
-/** Reads a body up to `limit` bytes; undefined when it is larger. */
+/**
+ * Reads a body up to `limit` bytes; undefined when it is larger.
+ * @param {ReadableStream<Uint8Array> | null} body @param {number} limit
+ */
 async function readCapped(body, limit) {
   if (body === null) return new Uint8Array(0);
   const reader = body.getReader();
-  const chunks = [];
+  const chunks = /** @type {Uint8Array[]} */ ([]);
   let total = 0;
   for (;;) {
     const { done, value } = await reader.read();
@@ -70,6 +79,7 @@ async function readCapped(body, limit) {
   return out;
 }
 
+/** @param {Uint8Array} bytes @param {string} secret @param {string} name */
 function redact(bytes, secret, name) {
   if (secret === undefined || secret === '') return bytes;
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
@@ -77,15 +87,19 @@ function redact(bytes, secret, name) {
   return new TextEncoder().encode(text.split(secret).join(`[redacted:${name}]`));
 }
 
+/** @typedef {import('../../model/hosts.ts').HostPattern} HostPattern */
+
 export default {
+  /** @param {Request} request @param {Record<string, unknown>} env */
   async fetch(request, env) {
     const fnName = request.headers.get('x-callable-function');
     const policy = fnName === null ? undefined : POLICIES[fnName];
     const method = request.method.toUpperCase();
-    const display = (u) => `${u.protocol}//${u.host}${u.pathname}`;
+    const display = /** @param {URL} u */ (u) => `${u.protocol}//${u.host}${u.pathname}`;
     if (!policy) return refuse('egress_refused', 'egress: the request does not come from a deployed function', []);
     const patterns = patternsOf(policy.allowedHosts);
     const headers = new Headers();
+    /** @type {string | undefined} */
     let credentialName;
     let redirectMode = 'follow';
     for (const [name, value] of request.headers) {
@@ -108,12 +122,13 @@ export default {
       }
       headers.append(name, value);
     }
+    /** @type {({ name: string, binding: string, hostsText: string, secret: string, hosts: HostPattern[] } & CredentialPlacement) | undefined} */
     let injection;
     if (credentialName !== undefined) {
       if (!policy.credentials.includes(credentialName)) {
         return refuse('credential_refused', `this function may not use credential "${credentialName}": add it to the function's "credentials" list and grant it`, []);
       }
-      const spec = CREDENTIALS[credentialName];
+      const spec = /** @type {CredentialSpec} */ (CREDENTIALS[credentialName]);
       const secret = env[spec.binding];
       if (typeof secret !== 'string' || secret === '') {
         return refuse('credential_refused', `credential "${credentialName}" has no secret in this deployment (binding ${spec.binding})`, []);
@@ -121,8 +136,9 @@ export default {
       injection = { ...spec, secret, hosts: patternsOf(spec.hosts) };
     }
     const body = method === 'GET' || method === 'HEAD' ? undefined : new Uint8Array(await request.arrayBuffer());
-    const trace = [];
+    const trace = /** @type {TraceEntry[]} */ ([]);
     let url = new URL(request.url);
+    /** @type {string | undefined} */
     let redirectFrom;
     for (let hop = 0; ; hop++) {
       const why = checkUrl(url, patterns, policy.allowedHosts);
@@ -132,25 +148,27 @@ export default {
       }
       const defaultPort = url.protocol === 'https:' ? 443 : 80;
       const port = url.port === '' ? defaultPort : Number(url.port);
-      const send = injection !== undefined && injection.hosts.some((h) => hostMatches(h, url.hostname.toLowerCase(), port, defaultPort));
-      if (injection && !send && hop === 0) {
+      const sendTo = injection !== undefined && injection.hosts.some((h) => hostMatches(h, url.hostname.toLowerCase(), port, defaultPort)) ? injection : undefined;
+      if (injection && !sendTo && hop === 0) {
         const reason = `credential "${injection.name}" may only be sent to ${injection.hostsText}`;
         trace.push({ method, url: display(url), ms: 0, bytesOut: 0, bytesIn: 0, refused: reason, credential: injection.name });
         return refuse('egress_refused', `${method} ${display(url)} refused: ${reason}`, trace);
       }
       const out = new URL(url.href);
       const outHeaders = new Headers(headers);
-      if (send && injection.header) outHeaders.set(injection.header, injection.template.split('{secret}').join(injection.secret));
-      if (send && injection.query) out.searchParams.set(injection.query, injection.secret);
+      if (sendTo && sendTo.header) outHeaders.set(sendTo.header, sendTo.template.split('{secret}').join(sendTo.secret));
+      if (sendTo && sendTo.query) out.searchParams.set(sendTo.query, sendTo.secret);
       if (!outHeaders.has('user-agent')) outHeaders.set('user-agent', 'CallableStudio/0.1 (workerd)');
       const started = Date.now();
-      const entry = { method, url: display(url), ms: 0, bytesOut: body?.byteLength ?? 0, bytesIn: 0, ...(send ? { credential: injection.name } : {}), ...(redirectFrom ? { redirectFrom } : {}) };
+      /** @type {TraceEntry} */
+      const entry = { method, url: display(url), ms: 0, bytesOut: body?.byteLength ?? 0, bytesIn: 0, ...(sendTo ? { credential: sendTo.name } : {}), ...(redirectFrom ? { redirectFrom } : {}) };
       let response;
       try {
         response = await fetch(out.href, { method, headers: outHeaders, body, redirect: 'manual' });
       } catch (error) {
         entry.ms = Date.now() - started;
-        entry.error = `request failed: ${error?.message ?? String(error)}`;
+        entry.error = `request failed: ${/** @type {Error | undefined} */ (error)?.message ?? String(error)}`;
+
         trace.push(entry);
         return refuse('fetch_failed', `${method} ${display(url)}: ${entry.error}`, trace);
       }

@@ -1,3 +1,4 @@
+// @ts-check
 // The gateway Worker: Streamable HTTP MCP (both protocol eras, through the MCP SDK's web-standard
 // handler, stateless) in front of the functions. Each call loads the function into an isolate of
 // its own with workerd's Worker Loader; that isolate's global fetch goes to the Outbound
@@ -12,8 +13,22 @@ import { describeToolFailure, fetchLimitMessage, resultTooLargeMessage, timeoutM
 import { CATALOG, SETTINGS, RUNTIME } from 'callable:catalog';
 import { VALIDATORS } from 'callable:validators';
 
+/**
+ * The gateway's bindings: the egress Worker, the Worker Loader, and the token clients present.
+ * @typedef {{ EGRESS: Fetcher, LOADER: WorkerLoader, MCP_TOKEN?: unknown }} GatewayEnv
+ * @typedef {{ log: (level: LoggingLevel, message: string) => void, progress: ((update: ProgressUpdate) => void) | undefined }} CallReport
+ * @typedef {{ fn: CatalogEntry, fetches: number, trace: TraceEntry[], logBytes: number, report: CallReport }} Call
+ * @typedef {import('@modelcontextprotocol/server').CallToolResult} CallToolResult
+ * @typedef {import('@modelcontextprotocol/server').LoggingLevel} LoggingLevel
+ * @typedef {import('@modelcontextprotocol/server').Tool} Tool
+ * @typedef {ExecutionContext<unknown, { Reporter: (options: { props: { callId: string } }) => ReporterStub, Outbound: (options: { props: { callId: string } }) => Fetcher }>} GatewayContext
+ */
+
 const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
-/** The function's log levels as MCP names them (as the local server maps them, src-main/engine/mcp/server.ts). */
+/**
+ * The function's log levels as MCP names them (as the local server maps them, src-main/engine/mcp/server.ts).
+ * @type {Map<string, LoggingLevel>}
+ */
 const MCP_LEVEL = new Map([
   ['debug', 'debug'],
   ['info', 'info'],
@@ -30,11 +45,16 @@ const REPORTS_PER_CALL = 1000;
 const RPC_BYTES = 32 * 1024 * 1024;
 const byName = new Map(CATALOG.map((f) => [f.name, f]));
 /** Calls in flight in this isolate, by id: what their Outbound requests and reports are counted against. */
+/** @type {Map<string, Call>} */
 const calls = new Map();
 let nextCall = 0;
 
-/** The one way out of a function's isolate: counted per call, then handed to the egress Worker. */
+/**
+ * The one way out of a function's isolate: counted per call, then handed to the egress Worker.
+ * @extends {WorkerEntrypoint<GatewayEnv, { callId: string }>}
+ */
 export class Outbound extends WorkerEntrypoint {
+  /** @param {Request} request */
   async fetch(request) {
     const call = calls.get(this.ctx.props.callId);
     if (!call) return refusal('cancelled', 'the run has ended');
@@ -58,8 +78,10 @@ export class Outbound extends WorkerEntrypoint {
  * What a function's isolate reports while it runs: its log lines (within limits.logBytes) and its
  * progress. Checked here too, since the function's own code can reach this binding; a report for a
  * call that has ended is ignored.
+ * @extends {WorkerEntrypoint<GatewayEnv, { callId: string }>}
  */
 export class Reporter extends WorkerEntrypoint {
+  /** @param {string} level @param {unknown} message */
   log(level, message) {
     const call = calls.get(this.ctx.props.callId);
     const mcpLevel = MCP_LEVEL.get(level);
@@ -70,10 +92,11 @@ export class Reporter extends WorkerEntrypoint {
     call.report.log(mcpLevel, text);
   }
 
+  /** @param {unknown} update */
   progress(update) {
     const call = calls.get(this.ctx.props.callId);
     if (!call || !call.report.progress || update === null || typeof update !== 'object') return;
-    const { progress, total, message } = update;
+    const { progress, total, message } = /** @type {{ progress?: unknown, total?: unknown, message?: unknown }} */ (update);
     if (typeof progress !== 'number' || !Number.isFinite(progress)) return;
     call.report.progress({
       progress,
@@ -83,21 +106,25 @@ export class Reporter extends WorkerEntrypoint {
   }
 }
 
+/** @param {string} code @param {string} message */
 function refusal(code, message) {
   return new Response(message, { status: 502, headers: { 'x-callable-error': code } });
 }
 
+/** @param {CatalogEntry} f */
 function toolOf(f) {
-  return {
+  // The catalog's schemas were checked when the functions were saved.
+  return /** @type {Tool} */ ({
     name: f.name,
     ...(f.title ? { title: f.title } : {}),
     description: f.description,
     inputSchema: f.inputSchema,
     ...(f.outputSchema ? { outputSchema: f.outputSchema } : {}),
     ...(f.annotations ? { annotations: f.annotations } : {}),
-  };
+  });
 }
 
+/** @param {Record<string, unknown>} line */
 function audit(line) {
   // In workerd the console is the process's log: one JSON line per call.
   // eslint-disable-next-line no-console
@@ -107,18 +134,24 @@ function audit(line) {
 /**
  * One call: checked arguments, a fresh isolate, the deadline, the result checked and sized.
  * `report` gets the call's log lines and progress updates while it runs.
+ * @param {GatewayEnv} env @param {GatewayContext} ctx @param {CatalogEntry} fn @param {unknown} args @param {string} caller @param {CallReport} report
+ * @returns {Promise<RunOutcome>}
  */
 async function runCall(env, ctx, fn, args, caller, report) {
   const started = Date.now();
   const callId = `${SETTINGS.instance}-${++nextCall}`;
+  /** @type {Call} */
   const call = { fn, fetches: 0, trace: [], logBytes: 0, report };
+  /** @type {RunOutcome} */
   let outcome;
-  const validate = VALIDATORS[fn.name];
+  // Every function in the catalog has its validators.
+  const validate = /** @type {(typeof VALIDATORS)[string]} */ (VALIDATORS[fn.name]);
   if (!validate.input(args)) {
     const problem = formatAjvErrors(validate.input.errors ?? [], 'args');
     outcome = { ok: false, error: { code: 'bad_input', message: `invalid arguments: ${problem}`, problem } };
   } else {
     calls.set(callId, call);
+    /** @type {number | undefined} */
     let timer;
     try {
       const limits = { cpuMs: fn.limits.timeoutMs, subRequests: fn.limits.fetchCount + REPORTS_PER_CALL };
@@ -132,7 +165,8 @@ async function runCall(env, ctx, fn, args, caller, report) {
         // Cloudflare ends an isolate past these (workerd does not: there the supervisor of --serve does).
         limits,
       }));
-      const entry = worker.getEntrypoint(undefined, { limits });
+      const entry = /** @type {RuntimeEntrypoint} */ (worker.getEntrypoint(undefined, { limits }));
+      /** @type {Promise<RunOutcome>} */
       const deadline = new Promise((resolve) => {
         timer = setTimeout(
           () => resolve({ ok: false, error: { code: 'timeout', message: timeoutMessage(fn.limits.timeoutMs) }, logs: [] }),
@@ -144,7 +178,7 @@ async function runCall(env, ctx, fn, args, caller, report) {
         deadline,
       ]);
     } catch (error) {
-      const message = error?.message ?? String(error);
+      const message = /** @type {Error | undefined} */ (error)?.message ?? String(error);
       // An outcome too large for one RPC message (the isolate sizes the result first; this is its code bypassing that).
       const size = /limited to 32MiB, but the size of this value was: (\d+) bytes/.exec(message);
       outcome = size
@@ -161,8 +195,10 @@ async function runCall(env, ctx, fn, args, caller, report) {
       outcome = { ok: false, error: { code: 'result_too_large', message: resultTooLargeMessage(bytes, fn.limits.resultBytes) } };
     } else {
       outcome.value = JSON.parse(outcome.json);
-      if (fn.outputSchema && !validate.output(outcome.value)) {
-        outcome = { ok: false, error: { code: 'output_invalid', message: `the result does not match the outputSchema: ${formatAjvErrors(validate.output.errors ?? [], 'result')}` } };
+      // A function with an outputSchema has its output validator.
+      const output = /** @type {CompiledValidator} */ (validate.output);
+      if (fn.outputSchema && !output(outcome.value)) {
+        outcome = { ok: false, error: { code: 'output_invalid', message: `the result does not match the outputSchema: ${formatAjvErrors(output.errors ?? [], 'result')}` } };
       }
     }
   }
@@ -177,6 +213,7 @@ async function runCall(env, ctx, fn, args, caller, report) {
   return outcome;
 }
 
+/** @param {GatewayEnv} env @param {GatewayContext} ctx @param {Request} request */
 function buildServer(env, ctx, request) {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false }, logging: {} },
@@ -187,13 +224,16 @@ function buildServer(env, ctx, request) {
     const fn = byName.get(req.params.name);
     if (!fn) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
     // 2026-07-28 clients name themselves in each request's envelope; 2025-11-25 ones only at initialize.
-    const client = mcp.mcpReq.envelope?.[CLIENT_INFO_META_KEY] ?? server.getClientVersion();
+    const envelope = /** @type {{ envelope?: Record<string, { name?: string } | undefined> }} */ (mcp.mcpReq).envelope;
+    const client = envelope?.[CLIENT_INFO_META_KEY] ?? server.getClientVersion();
     const caller = client?.name ?? request.headers.get('user-agent') ?? 'unknown';
     // The function's log lines and progress go out as notifications of this request (progress only
     // when the client asked for it with a progressToken), all before the result, as locally.
     const progressToken = mcp.mcpReq._meta?.progressToken;
+    /** @type {Promise<unknown>[]} */
     const sent = [];
     let lastProgressAt = -Infinity;
+    /** @type {CallReport} */
     const report = {
       log: (level, message) => sent.push(mcp.mcpReq.log(level, message, 'function').catch(() => {})),
       progress:
@@ -209,16 +249,18 @@ function buildServer(env, ctx, request) {
     // Clients on the v1 SDK drop a progress notice that arrives in the same read as the result.
     const sinceProgress = Date.now() - lastProgressAt;
     if (sinceProgress < PROGRESS_GAP_MS) await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS - sinceProgress));
-    if (!outcome.ok) return toolErrorResult(describeToolFailure(fn.name, outcome.error));
+    if (!outcome.ok) return /** @type {CallToolResult} */ (toolErrorResult(describeToolFailure(fn.name, outcome.error)));
     if (outcome.content) return { content: outcome.content };
     const value = outcome.value;
     const text = typeof value === 'string' && !fn.outputSchema ? value : JSON.stringify(value);
+    /** @type {CallToolResult} */
     const base = { content: [{ type: 'text', text }] };
     return fn.outputSchema ? { ...base, structuredContent: value } : base;
   });
   return server;
 }
 
+/** @param {string} a @param {string} b */
 function timingSafeEqual(a, b) {
   const x = new TextEncoder().encode(a);
   const y = new TextEncoder().encode(b);
@@ -226,6 +268,7 @@ function timingSafeEqual(a, b) {
   return crypto.subtle.timingSafeEqual(x, y);
 }
 
+/** @param {number} status @param {string} message @param {Record<string, string>} [extra] */
 function plain(status, message, extra = {}) {
   return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }), {
     status,
@@ -234,7 +277,9 @@ function plain(status, message, extra = {}) {
 }
 
 export default {
+  /** @param {Request} request @param {GatewayEnv} env @param {GatewayContext} ctx */
   async fetch(request, env, ctx) {
+
     const url = new URL(request.url);
     if (url.pathname !== '/mcp' && url.pathname !== '/healthz') return plain(404, `Not found: MCP is served at /mcp`);
     if (SETTINGS.checkHost) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The module a function's own isolate runs (loaded by the gateway's Worker Loader, once per call).
 // It gives the compiled function the same `ctx` as the local sandbox: ctx.fetch goes out through
 // this isolate's global fetch, which workerd routes to the gateway's Outbound entrypoint and from
@@ -10,12 +11,22 @@ import { logLimitMessage, resultTooLargeMessage } from '../../model/toolResults.
 
 /** The longest progress message passed on, as in the local sandbox (src-main/engine/sandbox/host/bridge.ts). */
 const PROGRESS_MESSAGE_CHARS = 1000;
+/**
+ * The functions a run reports through and fails with.
+ * @typedef {(method: keyof ReporterStub, ...values: any[]) => void} Report
+ * @typedef {{ fail: (code: string, message: string) => void }} Run
+ * @typedef {import('@modelcontextprotocol/server').ContentBlock} ContentBlock
+ */
+
+/** @type {WeakSet<object>} */
 const brand = new WeakSet();
+/** @template {object} T @param {T} value @returns {Readonly<T>} */
 const branded = (value) => {
   const frozen = Object.freeze(value);
   brand.add(frozen);
   return frozen;
 };
+/** @param {unknown} data @param {string} what */
 const base64Of = (data, what) => {
   if (typeof data === 'string') return data;
   if (data instanceof Uint8Array || data instanceof ArrayBuffer) {
@@ -27,11 +38,12 @@ const base64Of = (data, what) => {
   throw new TypeError(`${what}: expected bytes or base64 text`);
 };
 const content = Object.freeze({
-  text: (text) => branded({ type: 'text', text: String(text) }),
-  image: (data, mimeType) => branded({ type: 'image', data: base64Of(data, 'ctx.content.image'), mimeType: String(mimeType) }),
-  audio: (data, mimeType) => branded({ type: 'audio', data: base64Of(data, 'ctx.content.audio'), mimeType: String(mimeType) }),
-  resource: (r) => {
+  text: /** @param {unknown} text */ (text) => branded({ type: 'text', text: String(text) }),
+  image: /** @param {unknown} data @param {unknown} mimeType */ (data, mimeType) => branded({ type: 'image', data: base64Of(data, 'ctx.content.image'), mimeType: String(mimeType) }),
+  audio: /** @param {unknown} data @param {unknown} mimeType */ (data, mimeType) => branded({ type: 'audio', data: base64Of(data, 'ctx.content.audio'), mimeType: String(mimeType) }),
+  resource: /** @param {any} r */ (r) => {
     if (!r || typeof r !== 'object') throw new TypeError('ctx.content.resource: expected { uri, mimeType?, text? | blob? }');
+    /** @type {{ uri: string, mimeType?: string, text?: string, blob?: string }} */
     const resource = { uri: String(r.uri), ...(r.mimeType === undefined ? {} : { mimeType: String(r.mimeType) }) };
     if (r.text !== undefined) resource.text = String(r.text);
     else if (r.blob !== undefined) resource.blob = base64Of(r.blob, 'ctx.content.resource');
@@ -40,7 +52,9 @@ const content = Object.freeze({
   },
 });
 
+/** @param {unknown[]} args */
 const format = (args) => args.map((a) => (typeof a === 'string' ? a : safeJson(a))).join(' ');
+/** @param {unknown} value */
 function safeJson(value) {
   try {
     return JSON.stringify(value) ?? String(value);
@@ -50,6 +64,7 @@ function safeJson(value) {
 }
 
 /** A refusal the function gets, as the local sandbox gives it: an Error with the refusal's code. */
+/** @param {string} code @param {string} message */
 function hostError(code, message) {
   return Object.assign(new Error(message), { code });
 }
@@ -62,10 +77,15 @@ const FRAMING = new Set(['content-length', 'transfer-encoding']);
 const BODY_OPTIONS = ['json', 'body', 'form', 'multipart'];
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
+/** @param {unknown} v */
 const kindOf = (v) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+/** @type {(v: unknown) => v is string | number | boolean} */
 const isField = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
-/** Calls visit(name, value, label) for each field of `fields` (an array value is the field repeated, in order), as the local sandbox does. */
+/**
+ * Calls visit(name, value, label) for each field of `fields` (an array value is the field repeated, in order), as the local sandbox does.
+ * @param {unknown} fields @param {string} what @param {(name: string, value: any, label: string) => void} visit
+ */
 function eachField(fields, what, visit) {
   if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
     throw new TypeError(`ctx.fetch: ${what} must be an object of name: value (or [values]), not ${kindOf(fields)}`);
@@ -76,7 +96,10 @@ function eachField(fields, what, visit) {
   }
 }
 
-/** ctx.fetch's `form`: urlencoded with the Workers' own URLSearchParams. */
+/**
+ * ctx.fetch's `form`: urlencoded with the Workers' own URLSearchParams.
+ * @param {unknown} form
+ */
 function formBody(form) {
   const params = new URLSearchParams();
   eachField(form, 'form', (name, value, label) => {
@@ -86,7 +109,10 @@ function formBody(form) {
   return params.toString();
 }
 
-/** ctx.fetch's `multipart`: multipart/form-data with the Workers' own FormData (which sets the boundary). */
+/**
+ * ctx.fetch's `multipart`: multipart/form-data with the Workers' own FormData (which sets the boundary).
+ * @param {unknown} multipart
+ */
 function multipartBody(multipart) {
   const data = new FormData();
   eachField(multipart, 'multipart', (name, value, label) => {
@@ -109,7 +135,10 @@ function multipartBody(multipart) {
   return data;
 }
 
-/** ctx.fetch; `run.fail` records a refusal that ends the run. */
+/**
+ * ctx.fetch; `run.fail` records a refusal that ends the run.
+ * @param {unknown} input @param {any} init @param {Run} run
+ */
 async function ctxFetch(input, init, run) {
   const options = init ?? {};
   const headers = new Headers(options.headers ?? undefined);
@@ -167,29 +196,39 @@ async function ctxFetch(input, init, run) {
   });
 }
 
+/** @extends {WorkerEntrypoint<{ REPORTER: ReporterStub }>} */
 export default class extends WorkerEntrypoint {
-  /** Runs the function once; always resolves, with the outcome as the local sandbox shapes it. */
+  /**
+   * Runs the function once; always resolves, with the outcome as the local sandbox shapes it.
+   * @param {unknown} args @param {RunMeta} meta @returns {Promise<RunOutcome>}
+   */
   async run(args, meta) {
     // Reports go out one after another, in the order the function made them, and all of them
     // before the outcome is returned (the gateway sends them to the client before the result).
     const reporter = this.env.REPORTER;
     let reported = Promise.resolve();
     let reports = 0;
+    /** @type {Report} */
     const report = (method, ...values) => {
       if (++reports > meta.reports) return;
-      reported = reported.then(() => reporter[method](...values)).catch(() => {});
+      reported = reported.then(() => /** @type {(...args: unknown[]) => Promise<void>} */ (reporter[method])(...values)).catch(() => {});
     };
     const outcome = await this.#attempt(args, meta, report);
     await reported;
     return outcome;
   }
 
+  /** @param {unknown} args @param {RunMeta} meta @param {Report} report @returns {Promise<RunOutcome>} */
   async #attempt(args, meta, report) {
+    /** @type {Array<{ level: string, message: string }>} */
     const logs = [];
     let logBytes = 0;
     // The first limit crossed ends the run with its error, whatever the function does next.
+    /** @type {RunOutcome | undefined} */
     let ended;
+    /** @type {Run} */
     const run = { fail: (code, message) => void (ended ??= { ok: false, error: { code, message }, logs }) };
+    /** @param {string} level @param {unknown[]} parts */
     const log = (level, parts) => {
       const message = format(parts);
       logBytes += message.length;
@@ -199,17 +238,18 @@ export default class extends WorkerEntrypoint {
         report('log', level, message);
       }
     };
-    const ctxLog = (...a) => log('info', a);
-    ctxLog.debug = (...a) => log('debug', a);
-    ctxLog.info = (...a) => log('info', a);
-    ctxLog.warn = (...a) => log('warn', a);
-    ctxLog.error = (...a) => log('error', a);
+    const ctxLog = /** @param {...unknown} a */ (...a) => log('info', a);
+    ctxLog.debug = /** @param {...unknown} a */ (...a) => log('debug', a);
+    ctxLog.info = /** @param {...unknown} a */ (...a) => log('info', a);
+    ctxLog.warn = /** @param {...unknown} a */ (...a) => log('warn', a);
+    ctxLog.error = /** @param {...unknown} a */ (...a) => log('error', a);
     const ctx = Object.freeze({
-      fetch: (input, init) => ctxFetch(input, init, run),
+      fetch: /** @param {unknown} input @param {unknown} [init] */ (input, init) => ctxFetch(input, init, run),
       log: Object.freeze(ctxLog),
-      progress: (progress, total, message) => {
+      progress: /** @param {any} progress @param {any} [total] @param {unknown} [message] */ (progress, total, message) => {
         const done = +progress;
         if (!Number.isFinite(done)) throw new TypeError('ctx.progress: progress must be a number');
+        /** @type {ProgressUpdate} */
         const update = { progress: done };
         if (total !== undefined && Number.isFinite(+total)) update.total = +total;
         if (message !== undefined) update.message = String(message).slice(0, PROGRESS_MESSAGE_CHARS);
@@ -229,6 +269,7 @@ export default class extends WorkerEntrypoint {
       const value = await handler(args, ctx);
       if (ended) return ended;
       // The result is sized here, before it crosses to the gateway (an RPC message has a limit of its own).
+      /** @param {RunOutcome} outcome @param {string} text @returns {RunOutcome} */
       const sized = (outcome, text) => {
         const bytes = new TextEncoder().encode(text).byteLength;
         return bytes > meta.resultBytes ? { ok: false, error: { code: 'result_too_large', message: resultTooLargeMessage(bytes, meta.resultBytes) }, logs } : outcome;
@@ -241,13 +282,14 @@ export default class extends WorkerEntrypoint {
       try {
         json = JSON.stringify(value === undefined ? null : value) ?? 'null';
       } catch (error) {
-        return { ok: false, error: { code: 'function_error', message: `TypeError: the result is not JSON-serializable: ${error?.message}` }, logs };
+        return { ok: false, error: { code: 'function_error', message: `TypeError: the result is not JSON-serializable: ${/** @type {Error | undefined} */ (error)?.message}` }, logs };
       }
       return sized({ ok: true, json, logs }, json);
     } catch (error) {
       if (ended) return ended;
-      const name = error && typeof error === 'object' ? String(error.name ?? 'Error') : 'Error';
-      const message = error && typeof error === 'object' ? String(error.message ?? '') : `a non-Error value was thrown: ${safeJson(error)}`;
+      const name = error && typeof error === 'object' ? String(/** @type {{ name?: unknown }} */ (error).name ?? 'Error') : 'Error';
+      const message = error && typeof error === 'object' ? String(/** @type {{ message?: unknown }} */ (error).message ?? '') :
+ `a non-Error value was thrown: ${safeJson(error)}`;
       return { ok: false, error: { code: 'function_error', message: `${name}: ${message}` }, logs };
     }
   }
