@@ -8,6 +8,9 @@ import { privateKeyring } from '../support/keyring.ts';
  * their system keychain under a test-only service name.
  */
 export default async function setup(): Promise<() => void> {
+  // The integration and e2e tiers both name this setup; a run of both starts one keyring.
+  if (process.env.CALLABLE_TEST_KEYRING === 'up') return () => {};
+  process.env.CALLABLE_TEST_KEYRING = 'up';
   process.env.CALLABLE_KEYCHAIN_SERVICE = `Callable Studio Test ${process.pid}`;
   if (process.platform !== 'linux') return () => {};
   for (const tool of ['dbus-daemon', 'gnome-keyring-daemon', 'gdbus']) {
