@@ -200,6 +200,16 @@ describe('attacks on form bodies from inside the sandbox', () => {
     expect(form.body).toBe('a=x&list=1&list=2');
   });
 
+  it("sends the function's headers whatever it did to Map.prototype.forEach, Array.prototype.sort or Array.prototype's index 0", async () => {
+    const tamper = `Map.prototype.forEach = function () {}; Array.prototype.sort = function () { return []; };
+      Object.defineProperty(Array.prototype, '0', { set() {}, configurable: true });`;
+    const { request } = await send('tampered_headers', `{ headers: { 'X-B': 'two', 'X-A': 'one' }, json: { a: 1 } }`, tamper);
+    expect(request!.headers['x-a']).toBe('one');
+    expect(request!.headers['x-b']).toBe('two');
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(request!.body).toBe('{"a":1}');
+  });
+
   it('a field name or filename with CR/LF and quotes cannot add a header or a part', async () => {
     const evil = `'a"; filename="x.html"\\r\\nContent-Type: text/html\\r\\n\\r\\n<script>'`;
     const { request } = await send('crlf_names', `{ multipart: { [${evil}]: 'v', file: { data: 'd', filename: ${evil} } } }`);

@@ -31,12 +31,14 @@ export function callablePrelude(hostSync, hostStart) {
   const ObjectKeys = Object.keys;
   const ObjectDefineProperty = Object.defineProperty;
   const ObjectGetPrototypeOf = Object.getPrototypeOf;
+  const ObjectSetPrototypeOf = Object.setPrototypeOf;
   const ObjectPrototypeToString = Object.prototype.toString;
   const ArrayIsArray = Array.isArray;
   const ArrayPush = Array.prototype.push;
   const ArrayJoin = Array.prototype.join;
   const ArrayMap = Array.prototype.map;
   const ArraySlice = Array.prototype.slice;
+  const ArraySort = Array.prototype.sort;
   const JSONStringify = JSON.stringify;
   const JSONParse = JSON.parse;
   const MathFloor = Math.floor;
@@ -73,6 +75,7 @@ export function callablePrelude(hostSync, hostStart) {
   const MapSet = Map.prototype.set;
   const MapDelete = Map.prototype.delete;
   const MapHas = Map.prototype.has;
+  const MapForEach = Map.prototype.forEach;
   const WeakMapCtor = WeakMap;
   const WeakMapGet = WeakMap.prototype.get;
   const WeakMapSet = WeakMap.prototype.set;
@@ -98,6 +101,9 @@ export function callablePrelude(hostSync, hostStart) {
       return false;
     }
   };
+  // An array with no prototype: what the function did to Array.prototype (index setters, its
+  // iterator) cannot change what is pushed into it or read out of it.
+  const bareList = () => /** @type {number[]} */ (ObjectSetPrototypeOf([], null));
   /** @param {ArrayBufferView} view */
   const copyBytes = (view) => {
     // A fresh Uint8Array with exactly the view's bytes (works for any ArrayBufferView).
@@ -276,7 +282,7 @@ export function callablePrelude(hostSync, hostStart) {
   /** @param {unknown} input */
   const utf8Encode = (input) => {
     const s = str(input);
-    const out = /** @type {number[]} */ ([]);
+    const out = bareList();
     for (let i = 0; i < s.length; i++) {
       let cp = call(StringCodePointAt, s, i);
       if (cp > 0xffff) i++;
@@ -291,11 +297,12 @@ export function callablePrelude(hostSync, hostStart) {
   /** @param {Uint8Array} bytes */
   const utf8Decode = (bytes) => {
     let out = '';
-    let chunk = /** @type {number[]} */ ([]);
+    let chunk = bareList();
     const flush = () => {
       if (chunk.length > 0) {
         out += ReflectApply(StringFromCharCode, undefined, chunk);
-        chunk = [];
+        chunk = bareList();
+
       }
     };
     /** @param {number} cp */
@@ -636,6 +643,8 @@ export function callablePrelude(hostSync, hostStart) {
 
   // ---- Headers ----
   const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+  /** @type {(headers: Headers) => [string, string][]} */
+  let headerList;
   class Headers {
     /** @type {Map<string, string>} */
     #map = new MapCtor();
@@ -686,11 +695,18 @@ export function callablePrelude(hostSync, hostStart) {
     forEach(fn, thisArg) {
       for (const [k, v] of this.entries()) ReflectApply(fn, thisArg, [v, k, this]);
     }
+    static {
+      // The pairs sorted by name, whatever the function did to Map's and Array's prototypes (ctx.fetch sends these).
+      headerList = (headers) => {
+        const all = /** @type {[string, string][]} */ ([]);
+        call(MapForEach, headers.#map, /** @param {string} v @param {string} k */ (v, k) => append(all, [k, v]));
+        call(ArraySort, all, /** @param {[string, string]} a @param {[string, string]} b */ (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+        return all;
+      };
+    }
     *entries() {
-      const all = /** @type {[string, string][]} */ ([]);
-      this.#map.forEach((v, k) => call(ArrayPush, all, [k, v]));
-      all.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-      for (const p of all) yield p;
+      const all = headerList(this);
+      for (let i = 0; i < all.length; i++) yield /** @type {[string, string]} */ (all[i]);
     }
     *keys() {
       for (const p of this.entries()) yield p[0];
@@ -735,13 +751,8 @@ export function callablePrelude(hostSync, hostStart) {
 
   // ---- ctx.fetch ----
   /** @param {unknown} headers */
-  const headerPairs = (headers) => {
-    const out = /** @type {[string, string][]} */ ([]);
-    if (headers === undefined || headers === null) return out;
-    const h = new Headers(headers);
-    for (const [k, v] of h.entries()) call(ArrayPush, out, [k, v]);
-    return out;
-  };
+  const headerPairs = (headers) => (headers === undefined || headers === null ? [] : headerList(new Headers(headers)));
+
   /** @param {RawResponse} raw */
   const makeResponse = (raw) => {
     const body = raw.body;
