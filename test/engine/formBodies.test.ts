@@ -200,7 +200,7 @@ describe('attacks on form bodies from inside the sandbox', () => {
     expect(form.body).toBe('a=x&list=1&list=2');
   });
 
-  it("sends the function's headers whatever it did to Map.prototype.forEach, Array.prototype.sort or Array.prototype's index 0", async () => {
+  it("sends the function's headers and body whatever it did to Map.prototype.forEach, Array.prototype.sort or Array.prototype's index 0", async () => {
     const tamper = `Map.prototype.forEach = function () {}; Array.prototype.sort = function () { return []; };
       Object.defineProperty(Array.prototype, '0', { set() {}, configurable: true });`;
     const { request } = await send('tampered_headers', `{ headers: { 'X-B': 'two', 'X-A': 'one' }, json: { a: 1 } }`, tamper);
