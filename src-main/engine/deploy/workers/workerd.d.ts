@@ -69,7 +69,8 @@ interface RequestInit {
   redirect?: 'follow' | 'manual' | 'error';
 }
 
-declare abstract class Body {
+/** The body methods Request and Response share (workerd has no global of this name). */
+interface Body {
   readonly body: ReadableStream<Uint8Array> | null;
   readonly bodyUsed: boolean;
   arrayBuffer(): Promise<ArrayBuffer>;
@@ -77,7 +78,8 @@ declare abstract class Body {
   json<T = unknown>(): Promise<T>;
 }
 
-declare class Request extends Body {
+interface Request extends Body {}
+declare class Request {
   constructor(input: string | URL | Request, init?: RequestInit);
   readonly headers: Headers;
   readonly method: string;
@@ -90,7 +92,8 @@ interface ResponseInit {
   headers?: HeadersInit;
 }
 
-declare class Response extends Body {
+interface Response extends Body {}
+declare class Response {
   constructor(body?: BodyInit, init?: ResponseInit);
   readonly headers: Headers;
   readonly ok: boolean;
