@@ -2,7 +2,7 @@
 // (dmg) and Windows (nsis). Read by electron-builder (--config) and by test/app/packaging.test.ts.
 //
 // The app is two programs. Electron runs out/main (the window) from app.asar. The engine process is
-// plain Node running the TypeScript sources (src-main/studio/main.ts, see src-main/app/main.ts) on a
+// plain Node running the TypeScript sources (src-main/engineProcess/main.ts, see src-main/app/main.ts) on a
 // Node 24 bundled as an extra resource, because isolated-vm, better-sqlite3 and @napi-rs/keyring are
 // built for Node, not for Electron's ABI. That Node cannot read inside app.asar, so the engine's
 // files and every production module are unpacked beside it (app.asar.unpacked), and the native

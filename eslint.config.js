@@ -37,7 +37,7 @@ export default defineConfig([
   },
   {
     // Stdout may be the MCP stdio transport: diagnostics go through injected writers.
-    files: ['src-main/engine', 'src-main/studio', 'src-main/cli'].map(typed),
+    files: ['src-main/engine', 'src-main/sandboxHost', 'src-main/mcp', 'src-main/deploy', 'src-main/engineProcess', 'src-main/cli'].map(typed),
     rules: { 'no-console': 'error' },
   },
 ]);

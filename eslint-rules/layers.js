@@ -20,9 +20,20 @@ const ENGINE_FACADE = 'src-main/engine/index.ts';
 const MODEL = 'src-main/engine/model/**';
 
 /**
+ * A process or client of the engine: a folder of its own directly under src-main/ that reaches
+ * itself, the engine's facade and model, and the folders named in `more`; Node, no Electron.
+ */
+const client = (folder, more = []) => ({
+  layer: folder,
+  files: `src-main/${folder}/**`,
+  paths: [`src-main/${folder}/**`, ENGINE_FACADE, MODEL, ...more],
+  builtins: true,
+  npm: { except: ['electron'] },
+});
+
+/**
  * One row per layer, most specific first.
  * - `paths`: repo paths any import may reach (`dir/**` = anything below dir; else one file).
- * - `except`: paths carved out of `paths`.
  * - `typePaths`: paths reachable only with `import type` / `export type`.
  * - `builtins`: whether node builtins (`node:fs`, `fs`) may be imported.
  * - `npm`: `{ only: [...] }` or `{ except: [...] }` package names.
@@ -36,58 +47,33 @@ export const LAYERS = [
     npm: { only: ['zod'] },
   },
   {
-    // The sandbox host process executes and holds nothing else: no DB, no keychain.
-    layer: 'sandbox host',
-    files: 'src-main/engine/sandbox/host/**',
-    paths: ['src-main/engine/sandbox/host/**', 'src-main/engine/sandbox/protocol.ts', MODEL],
-    builtins: true,
-    npm: { only: ['isolated-vm', 'zod'] },
-  },
-  {
-    // A client of the engine: the facade and the model, nothing behind them.
-    layer: 'engine/mcp',
-    files: 'src-main/engine/mcp/**',
-    paths: [ENGINE_FACADE, MODEL, 'src-main/engine/mcp/**'],
-    builtins: true,
-    npm: { except: ['electron'] },
-  },
-  {
-    // `callable deploy`: a client of the engine like mcp/; its Workers bundle pure engine modules.
-    layer: 'engine/deploy',
-    files: 'src-main/engine/deploy/**',
-    paths: [ENGINE_FACADE, MODEL, 'src-main/engine/deploy/**', 'src-main/engine/mcp/httpOrigin.ts', 'src-main/engine/functions/schemas.ts', 'src-main/engine/net/addresses.ts'],
-    builtins: true,
-    npm: { except: ['electron'] },
-  },
-  {
+    // The library every process below uses; it imports none of them.
     layer: 'engine',
     files: 'src-main/engine/**',
     paths: ['src-main/engine/**'],
-    except: ['src-main/engine/mcp/**', 'src-main/engine/deploy/**'],
     builtins: true,
     npm: { except: ['electron'] },
   },
   {
-    layer: 'studio',
-    files: 'src-main/studio/**',
-    paths: [ENGINE_FACADE, 'src-main/engine/mcp/**', MODEL, 'src-preload/contract.ts', 'src-main/studio/**'],
+    // The sandbox host process executes and holds nothing else: no DB, no keychain, not the facade.
+    layer: 'sandboxHost',
+    files: 'src-main/sandboxHost/**',
+    paths: ['src-main/sandboxHost/**', 'src-main/engine/sandbox/protocol.ts', MODEL],
     builtins: true,
-    npm: { except: ['electron'] },
+    npm: { only: ['isolated-vm', 'zod'] },
   },
-  {
-    layer: 'cli',
-    files: 'src-main/cli/**',
-    paths: [ENGINE_FACADE, 'src-main/engine/mcp/**', 'src-main/engine/deploy/**', MODEL, 'src-main/cli/**'],
-    builtins: true,
-    npm: { except: ['electron'] },
-  },
+  client('mcp'),
+  // Its Workers bundle pure modules (no facade in workerd): the Origin check and two engine modules.
+  client('deploy', ['src-main/mcp/httpOrigin.ts', 'src-main/engine/functions/schemas.ts', 'src-main/engine/net/addresses.ts']),
+  client('engineProcess', ['src-main/mcp/**', 'src-preload/contract.ts']),
+  client('cli', ['src-main/mcp/**', 'src-main/deploy/**']),
   {
     // Electron main relays; it loads no engine code and no native module.
     layer: 'app',
     files: 'src-main/app/**',
     // The main↔engine protocol is the boundary both sides share; it imports only zod and the contract.
-    paths: ['src-main/app/**', 'src-preload/contract.ts', 'src-main/studio/protocol.ts'],
-    typePaths: [ENGINE_FACADE, MODEL, 'src-main/studio/**'],
+    paths: ['src-main/app/**', 'src-preload/contract.ts', 'src-main/engineProcess/protocol.ts'],
+    typePaths: [ENGINE_FACADE, MODEL, 'src-main/engineProcess/**'],
     builtins: true,
     npm: { except: NATIVE },
   },
@@ -141,7 +127,6 @@ function packageName(spec) {
 
 function describe(row) {
   const parts = [`paths ${row.paths.join(', ')}`];
-  if (row.except) parts.push(`but not ${row.except.join(', ')}`);
   if (row.typePaths) parts.push(`\`import type\` only from ${row.typePaths.join(', ')}`);
   parts.push(row.builtins ? 'node builtins' : 'no node builtins');
   parts.push(row.npm.only ? `npm only ${row.npm.only.join(', ')}` : `npm except ${row.npm.except.join(', ')}`);
@@ -156,7 +141,7 @@ function violation(row, fromRel, spec, typeOnly) {
   spec = spec.split('?')[0]; // Vite queries (`?worker`) do not change the target.
   if (spec.startsWith('.') || spec.startsWith('/')) {
     const target = path.relative(ROOT, path.resolve(ROOT, path.dirname(fromRel), spec)).split(path.sep).join('/');
-    if (some(row.paths, target) && !some(row.except, target)) return null;
+    if (some(row.paths, target)) return null;
     if (some(row.typePaths, target)) {
       return typeOnly ? null : `'${target}' may be imported only with \`import type\` (an inline \`{ type X }\` still loads the module)`;
     }

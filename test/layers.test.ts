@@ -29,26 +29,30 @@ async function problems(file: string, code: string): Promise<string[]> {
 const forbidden: [string, string, string][] = [
   // [importing file, import statement, why it matters]
   ['src-main/engine/store/x.ts', "import { app } from 'electron';", 'the engine runs under plain Node'],
-  ['src-main/engine/index.ts', "import { ToolServer } from './mcp/server.ts';", 'MCP is a client of the engine'],
-  ['src-main/engine/index.ts', "export { McpHttpHost } from './mcp/httpHost.ts';", 'not even re-exported'],
-  ['src-main/engine/index.ts', "const http = await import('./mcp/http.ts');", 'not even lazily'],
+  ['src-main/engine/index.ts', "import { ToolServer } from '../mcp/server.ts';", 'MCP is a client of the engine'],
+  ['src-main/engine/index.ts', "export { McpHttpHost } from '../mcp/httpHost.ts';", 'not even re-exported'],
+  ['src-main/engine/index.ts', "const http = await import('../mcp/http.ts');", 'not even lazily'],
+  ['src-main/engine/functions/x.ts', "import { ToolServer } from '../../mcp/server.ts';", 'no engine file imports src-main/mcp'],
   ['src-main/engine/functions/x.ts', "import { main } from '../../app/main.ts';", 'the engine never imports the app'],
   ['src-main/engine/functions/x.ts', "import { runCli } from '../../cli/index.ts';", 'nor the CLI'],
   ['src-main/engine/functions/x.ts', "import type { StudioApi } from '../../../src-preload/contract.ts';", 'nor the preload'],
-  ['src-main/engine/functions/x.ts', "import { x } from '../../studio/engineProcess.ts';", 'nor the studio process'],
+  ['src-main/engine/functions/x.ts', "import { x } from '../../engineProcess/main.ts';", 'nor the engine process'],
   ['src-main/engine/model/x.ts', "import { readFileSync } from 'node:fs';", 'the model is pure'],
   ['src-main/engine/model/x.ts', "import { join } from 'path';", 'bare builtins too'],
   ['src-main/engine/model/x.ts', "import { nowIso } from '../store/database.ts';", 'the model imports no other layer'],
-  ['src-main/engine/sandbox/host/x.ts', "import Database from 'better-sqlite3';", 'the sandbox host holds no DB'],
-  ['src-main/engine/sandbox/host/x.ts', "const { Entry } = require('@napi-rs/keyring');", 'nor the keychain'],
-  ['src-main/engine/sandbox/host/x.ts', "import { openDatabase } from '../../store/database.ts';", 'nor engine internals'],
-  ['src-main/engine/sandbox/host/x.ts', "import { Engine } from '../../index.ts';", 'nor the facade'],
-  ['src-main/engine/mcp/x.ts', "import { nowIso } from '../store/database.ts';", 'MCP reaches the engine through its facade'],
-  ['src-main/engine/functions/x.ts', "import { writeDeployment } from '../deploy/generate.ts';", 'the engine never imports deploy'],
-  ['src-main/engine/deploy/x.ts', "import { nowIso } from '../store/database.ts';", 'deploy reaches the engine through its facade'],
-  ['src-main/studio/x.ts', "import { ipcMain } from 'electron';", 'the engine process loads no Electron'],
-  ['src-main/studio/x.ts', "import { openDatabase } from '../engine/store/database.ts';", 'only the facade'],
-  ['src-main/studio/x.ts', "import { main } from '../app/main.ts';", 'the app relays to studio, not back'],
+  ['src-main/sandboxHost/x.ts', "import Database from 'better-sqlite3';", 'the sandbox host holds no DB'],
+  ['src-main/sandboxHost/x.ts', "const { Entry } = require('@napi-rs/keyring');", 'nor the keychain'],
+  ['src-main/sandboxHost/x.ts', "import { openDatabase } from '../engine/store/database.ts';", 'nor engine internals'],
+  ['src-main/sandboxHost/x.ts', "import { HostProcess } from '../engine/sandbox/hostProcess.ts';", 'of engine/sandbox only the shared protocol'],
+  ['src-main/sandboxHost/x.ts', "import { Engine } from '../engine/index.ts';", 'nor the facade'],
+  ['src-main/engine/sandbox/x.ts', "import { SandboxExecutor } from '../../sandboxHost/executor.ts';", 'the engine spawns the sandbox host, it imports none of it'],
+  ['src-main/mcp/x.ts', "import { nowIso } from '../engine/store/database.ts';", 'MCP reaches the engine through its facade'],
+  ['src-main/mcp/x.ts', "import { writeDeployment } from '../deploy/generate.ts';", 'clients sit side by side: MCP does not import deploy'],
+  ['src-main/engine/functions/x.ts', "import { writeDeployment } from '../../deploy/generate.ts';", 'the engine never imports deploy'],
+  ['src-main/deploy/x.ts', "import { nowIso } from '../engine/store/database.ts';", 'deploy reaches the engine through its facade'],
+  ['src-main/engineProcess/x.ts', "import { ipcMain } from 'electron';", 'the engine process loads no Electron'],
+  ['src-main/engineProcess/x.ts', "import { openDatabase } from '../engine/store/database.ts';", 'only the facade'],
+  ['src-main/engineProcess/x.ts', "import { main } from '../app/main.ts';", 'the app relays to the engine process, not back'],
   ['src-main/cli/x.ts', "import { openDatabase } from '../engine/store/database.ts';", 'the CLI uses the facade'],
   ['src-main/cli/x.ts', "import { app } from 'electron';", 'the CLI runs under plain Node'],
   ['src-main/app/x.ts', "import { createEngine } from '../engine/index.ts';", 'Electron main loads no engine code'],
@@ -75,15 +79,15 @@ const allowed: [string, string][] = [
   ['src-main/engine/functions/x.ts', "import { StudioError } from '../model/index.ts';"],
   ['src-main/engine/sandbox/x.ts', "import { fork } from 'node:child_process';"],
   ['src-main/engine/model/x.ts', "import { z } from 'zod';\nimport type { ErrorInfo } from './errors.ts';"],
-  ['src-main/engine/sandbox/host/x.ts', "import ivm from 'isolated-vm';\nimport { randomBytes } from 'node:crypto';"],
-  ['src-main/engine/sandbox/host/x.ts', "import { encodeFrame } from '../protocol.ts';\nimport { StudioError } from '../../model/index.ts';\nimport { pureHostOp } from './bridge.ts';"],
-  ['src-main/engine/mcp/x.ts', "import { createEngine } from '../index.ts';\nimport { StudioError } from '../model/index.ts';\nimport { ToolServer } from './server.ts';"],
-  ['src-main/studio/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../engine/mcp/stdio.ts';\nimport { contract } from '../../src-preload/contract.ts';"],
-  ['src-main/cli/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../engine/mcp/stdio.ts';\nimport { parse } from './common.ts';"],
-  ['src-main/cli/x.ts', "import { writeDeployment } from '../engine/deploy/generate.ts';"],
-  ['src-main/engine/deploy/x.ts', "import { createEngine } from '../index.ts';\nimport { hostMatches } from '../model/hosts.ts';\nimport { originAllowed } from '../mcp/httpOrigin.ts';"],
+  ['src-main/sandboxHost/x.ts', "import ivm from 'isolated-vm';\nimport { randomBytes } from 'node:crypto';"],
+  ['src-main/sandboxHost/x.ts', "import { encodeFrame } from '../engine/sandbox/protocol.ts';\nimport { StudioError } from '../engine/model/index.ts';\nimport { pureHostOp } from './bridge.ts';"],
+  ['src-main/mcp/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { StudioError } from '../engine/model/index.ts';\nimport { ToolServer } from './server.ts';"],
+  ['src-main/engineProcess/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../mcp/stdio.ts';\nimport { contract } from '../../src-preload/contract.ts';"],
+  ['src-main/cli/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../mcp/stdio.ts';\nimport { parse } from './common.ts';"],
+  ['src-main/cli/x.ts', "import { writeDeployment } from '../deploy/generate.ts';"],
+  ['src-main/deploy/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { hostMatches } from '../engine/model/hosts.ts';\nimport { originAllowed } from '../mcp/httpOrigin.ts';"],
   ['src-main/app/x.ts', "import { app } from 'electron';\nimport { join } from 'node:path';\nimport { contract } from '../../src-preload/contract.ts';\nimport { isTrustedSender } from './senders.ts';"],
-  ['src-main/app/x.ts', "import type { Engine } from '../engine/index.ts';\nimport type { RunResult } from '../engine/model/index.ts';\nimport type { StudioPort } from '../studio/port.ts';"],
+  ['src-main/app/x.ts', "import type { Engine } from '../engine/index.ts';\nimport type { RunResult } from '../engine/model/index.ts';\nimport type { StudioPort } from '../engineProcess/port.ts';"],
   ['src-preload/index.ts', "import { contextBridge } from 'electron';\nimport { buildStudio } from './bridge.ts';"],
   ['src-preload/contract.ts', "import { z } from 'zod';\nimport { FunctionSpecSchema } from '../src-main/engine/model/index.ts';"],
   ['src-renderer/src/x.tsx', "import { useState } from 'react';\nimport type { StudioApi } from '../../src-preload/contract.ts';\nimport { specOf } from '../../src-preload/model.ts';\nimport { app } from './store/app.ts';"],
@@ -101,10 +105,10 @@ describe('layering (eslint-rules/layers.js)', () => {
   });
 
   it('names the layer, the import and what is allowed', async () => {
-    const [message] = await problems('src-main/engine/sandbox/host/x.ts', "import Database from 'better-sqlite3';");
-    expect(message).toContain("Layer 'sandbox host' (src-main/engine/sandbox/host/**)");
+    const [message] = await problems('src-main/sandboxHost/x.ts', "import Database from 'better-sqlite3';");
+    expect(message).toContain("Layer 'sandboxHost' (src-main/sandboxHost/**)");
     expect(message).toContain("'better-sqlite3'");
-    expect(message).toContain('Allowed: paths src-main/engine/sandbox/host/**, src-main/engine/sandbox/protocol.ts, src-main/engine/model/**');
+    expect(message).toContain('Allowed: paths src-main/sandboxHost/**, src-main/engine/sandbox/protocol.ts, src-main/engine/model/**');
     expect(message).toContain('npm only isolated-vm, zod');
   });
 

@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, EVENT_NAMES, type EngineStatus, type Envelope, type EventName, type EventPayload, type MethodName } from '../../src-preload/contract.ts';
-import { decodeMessage, encodeMessage, EngineToMainSchema, PROTOCOL_VERSION, type EngineToMain } from '../studio/protocol.ts';
+import { decodeMessage, encodeMessage, EngineToMainSchema, PROTOCOL_VERSION, type EngineToMain } from '../engineProcess/protocol.ts';
 import type { NodeRuntime } from './nodeRuntime.ts';
 
 export interface EngineProcessOptions {
   /** Which Node runs the engine (resolveNodeRuntime). When none fits, the relay stays unavailable with its message. */
   node: NodeRuntime;
-  /** The engine process entry, src-main/studio/main.ts. */
+  /** The engine process entry, src-main/engineProcess/main.ts. */
   entry: string;
   /** Arguments for the entry (`--data-dir`, `--mcp-port`). */
   args?: string[];

@@ -1,5 +1,5 @@
 // Electron glue only: lifecycle, the window, and relaying the bridge to the engine process, which
-// holds everything else (src-main/studio/main.ts). Electron main loads no native module. Every
+// holds everything else (src-main/engineProcess/main.ts). Electron main loads no native module. Every
 // security decision is a pure function in windowPolicy.ts (tested in plain Node); this file wires them.
 import { app, BrowserWindow, dialog, ipcMain, Menu, protocol, session, shell, type IpcMainInvokeEvent, type WebContents } from 'electron';
 import { dirname, join, resolve } from 'node:path';

@@ -11,7 +11,7 @@ export type NodeRuntime = { ok: true; path: string; version: string } | { ok: fa
 /** The folder, under a packaged app's resources, that holds its Node (electron-builder.config.ts puts it there). */
 export const BUNDLED_NODE_DIR = 'node';
 /** The engine process's entry, relative to the app's folder. */
-export const ENGINE_ENTRY = 'src-main/studio/main.ts';
+export const ENGINE_ENTRY = 'src-main/engineProcess/main.ts';
 
 /** The bundled Node binary under `resourcesPath`, in the layout of nodejs.org's archives. */
 export function bundledNodePath(resourcesPath: string, platform: NodeJS.Platform): string {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultDataDir } from '../engine/index.ts';
-import { stdioConfigs, stdioLaunch } from '../engine/mcp/clientConfig.ts';
+import { stdioConfigs, stdioLaunch } from '../mcp/clientConfig.ts';
 import { EXIT_OK, parse, type Command } from './common.ts';
 
 /** This install's command, as a client is told to start it (with an absolute Node, so not through its shebang). */

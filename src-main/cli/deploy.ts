@@ -3,9 +3,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { StudioError, type Engine } from '../engine/index.ts';
-import { parseAllowedOrigins } from '../engine/mcp/httpOrigin.ts';
-import { secretPutLines, writeDeployment, type DeployTarget } from '../engine/deploy/generate.ts';
-import { WorkerdSupervisor } from '../engine/deploy/supervisor.ts';
+import { parseAllowedOrigins } from '../mcp/httpOrigin.ts';
+import { secretPutLines, writeDeployment, type DeployTarget } from '../deploy/generate.ts';
+import { WorkerdSupervisor } from '../deploy/supervisor.ts';
 import { aborted, EXIT_FAILED, EXIT_OK, parse, signalExitCode, UsageError, withCommand, type Command, type CommandContext } from './common.ts';
 
 const TARGETS: readonly DeployTarget[] = ['workerd', 'cloudflare'];

@@ -1,7 +1,7 @@
 import { StudioError } from '../engine/index.ts';
-import type { RunningHttpServer } from '../engine/mcp/http.ts';
-import { parseAllowedOrigins } from '../engine/mcp/httpOrigin.ts';
-import { serveMcpStdio } from '../engine/mcp/stdio.ts';
+import type { RunningHttpServer } from '../mcp/http.ts';
+import { parseAllowedOrigins } from '../mcp/httpOrigin.ts';
+import { serveMcpStdio } from '../mcp/stdio.ts';
 import { aborted, EXIT_OK, parse, signalExitCode, UsageError, type Command } from './common.ts';
 
 const mcp: Command = {
@@ -47,7 +47,7 @@ const serve: Command = {
     const engine = ctx.engine();
     const token = values['no-auth'] ? undefined : await engine.mcpToken();
     // The HTTP stack loads only for `serve`.
-    const { startMcpHttpServer } = await import('../engine/mcp/http.ts');
+    const { startMcpHttpServer } = await import('../mcp/http.ts');
     // The token is read again as it changes, so "callable token --regenerate" takes effect here at once.
     const server = await startMcpHttpServer(engine, {
       host,

@@ -30,8 +30,8 @@ import { VersionWatch } from './store/versionWatch.ts';
 import { diskFullOf } from './store/faults.ts';
 import { databaseFileOf, Upkeep } from './store/retention.ts';
 import { ProfileRepository } from './functions/profiles.ts';
-import { RecordingStore } from './tests/recordings.ts';
-import { TestService } from './tests/service.ts';
+import { RecordingStore } from './savedTests/recordings.ts';
+import { TestService } from './savedTests/service.ts';
 import { PromptDesk } from './prompts/prompts.ts';
 import { Approvals, needsApproval, type ApprovalOutcome, type ApprovalRequest } from './prompts/approval.ts';
 

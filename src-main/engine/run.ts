@@ -13,9 +13,9 @@ import type { guardedFetch as GuardedFetch, Resolver } from './net/guardedFetch.
 import type { ProgressUpdate } from './sandbox/protocol.ts';
 import type { Sandbox } from './sandbox/sandbox.ts';
 import { asker, type Askers } from './sandbox/asks.ts';
-import { ExchangeRecorder, expectOf } from './tests/recorder.ts';
+import { ExchangeRecorder, expectOf } from './savedTests/recorder.ts';
 import type { IncomingResponse, OutgoingRequest } from './model/index.ts';
-import type { RunRecording } from './tests/recordings.ts';
+import type { RunRecording } from './savedTests/recordings.ts';
 
 export interface RunOptions {
   caller: Caller;

@@ -11,7 +11,7 @@ import { HistoryPane } from './features/history/HistoryPane.tsx';
 import { McpPage } from './features/mcp/McpPage.tsx';
 import { PromptDialog } from './features/prompts/PromptDialog.tsx';
 import { SettingsPane } from './features/settings/SettingsPane.tsx';
-import { TestsPane } from './features/tests/TestsPane.tsx';
+import { TestsPane } from './features/savedTests/TestsPane.tsx';
 import { app, refreshFunctions, type Page, type Tab } from './store/app.ts';
 import { draft, isDirty, loadDraft, saveDraft } from './store/draft.ts';
 

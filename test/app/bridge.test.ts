@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTrustedSender } from '../../src-main/app/senders.ts';
-import { createStudioApi } from '../../src-main/studio/studioApi.ts';
+import { createStudioApi } from '../../src-main/engineProcess/studioApi.ts';
 import { buildStudio } from '../../src-preload/bridge.ts';
 import { contract, METHOD_NAMES, type Envelope } from '../../src-preload/contract.ts';
-import { McpHttpHost } from '../../src-main/engine/mcp/httpHost.ts';
+import { McpHttpHost } from '../../src-main/mcp/httpHost.ts';
 import { testEngine } from '../support/engine.ts';
 import { CALLABLE_BIN, REPO } from '../support/callable.ts';
 

@@ -5,12 +5,12 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineProcess, withCompileCache } from '../../src-main/app/engineProcess.ts';
 import { resolveNodeRuntime } from '../../src-main/app/nodeRuntime.ts';
-import { decodeMessage, encodeMessage, EngineToMainSchema, MAX_MESSAGE_CHARS, MainToEngineSchema } from '../../src-main/studio/protocol.ts';
+import { decodeMessage, encodeMessage, EngineToMainSchema, MAX_MESSAGE_CHARS, MainToEngineSchema } from '../../src-main/engineProcess/protocol.ts';
 import type { EngineStatus } from '../../src-preload/contract.ts';
 import { REPO } from '../support/callable.ts';
 import { alive } from '../support/wait.ts';
 
-const ENTRY = join(REPO, 'src-main/studio/main.ts');
+const ENTRY = join(REPO, 'src-main/engineProcess/main.ts');
 const THIS_NODE = { ok: true as const, path: process.execPath, version: process.versions.node };
 
 const dirs: string[] = [];

@@ -73,11 +73,11 @@ describe('electron-builder.config.ts', () => {
   });
 
   it('ships, unpacked, every file the engine process and its helpers load, and needs only production modules', async () => {
-    expect(ENGINE_ENTRY).toBe('src-main/studio/main.ts');
+    expect(ENGINE_ENTRY).toBe('src-main/engineProcess/main.ts');
     expect(engineEntry('/opt/Callable Studio/resources/app.asar')).toBe(join('/opt/Callable Studio/resources/app.asar.unpacked', ENGINE_ENTRY));
     expect(engineEntry(REPO)).toBe(join(REPO, ENGINE_ENTRY));
     // What Node loads: the entry, the sandbox host and keychain helper it spawns, and the CLI the MCP page offers.
-    const entries = [ENGINE_ENTRY, 'src-main/engine/sandbox/host/main.ts', 'src-main/engine/credentials/keychainHelper.ts', 'bin/callable.js'];
+    const entries = [ENGINE_ENTRY, 'src-main/sandboxHost/main.ts', 'src-main/engine/credentials/keychainHelper.ts', 'bin/callable.js'];
     const result = await build({ entryPoints: entries.map((e) => join(REPO, e)), absWorkingDir: REPO, bundle: true, write: false, platform: 'node', format: 'esm', packages: 'external', metafile: true, outdir: join(REPO, 'out/.packaging-test'), logLevel: 'silent' });
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs).toContain(ENGINE_ENTRY);
@@ -266,7 +266,7 @@ describe('scripts/afterPack.mjs', () => {
     const packager = { getResourcesDir: () => resources, addElectronFuses: (_context: unknown, fuses: Parameters<typeof flipFuses>[1]) => flipFuses(binary, fuses) };
     await expect(afterPack({ electronPlatformName: 'linux', arch: 1, appOutDir: resources, packager })).rejects.toThrow(
       new RegExp(
-        `package for linux-x64 is incomplete:\\n- no bundled Node at ${resources}/node/bin/node: run "node scripts/fetchNodeRuntime.mjs --platform linux --arch x64".*\\n- the engine entry src-main/studio/main.ts is not unpacked.*\\n- the native module better-sqlite3 is not unpacked`,
+        `package for linux-x64 is incomplete:\\n- no bundled Node at ${resources}/node/bin/node: run "node scripts/fetchNodeRuntime.mjs --platform linux --arch x64".*\\n- the engine entry src-main/engineProcess/main.ts is not unpacked.*\\n- the native module better-sqlite3 is not unpacked`,
       ),
     );
     expect(readFileSync(binary).equals(before)).toBe(true);

@@ -6,7 +6,7 @@ import { EngineProcess } from '../../src-main/app/engineProcess.ts';
 
 const relay = new EngineProcess({
   node: { ok: true, path: process.execPath, version: process.versions.node },
-  entry: join(import.meta.dirname, '../../src-main/studio/main.ts'),
+  entry: join(import.meta.dirname, '../../src-main/engineProcess/main.ts'),
   args: ['--data-dir', process.argv[2]!, '--mcp-port', '0'],
 });
 await relay.start();

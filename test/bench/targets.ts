@@ -150,7 +150,7 @@ export function descendantPids(pid: number): number[] {
 export function sandboxHostPids(enginePid: number): number[] {
   return childPids(enginePid).filter((pid) => {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox/host/main');
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandboxHost/main');
     } catch {
       return false;
     }

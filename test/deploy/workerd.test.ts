@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workerdBinary } from '../../src-main/engine/deploy/supervisor.ts';
+import { workerdBinary } from '../../src-main/deploy/supervisor.ts';
 import { createEngine, type Engine } from '../../src-main/engine/index.ts';
 import { defineFunction } from '../support/engine.ts';
 import { seedMcpFunctions } from '../support/fixtures.ts';

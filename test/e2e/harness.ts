@@ -80,11 +80,11 @@ export interface Studio {
   close(): Promise<void>;
 }
 
-/** A real engine process (src-main/studio/main.ts) on `dataDir`, run by this Node, behind the relay main uses. */
+/** A real engine process (src-main/engineProcess/main.ts) on `dataDir`, run by this Node, behind the relay main uses. */
 async function startEngine(dataDir: string, onStatus?: ConstructorParameters<typeof EngineProcess>[0]['onStatus']): Promise<EngineProcess> {
   const relay = new EngineProcess({
     node: resolveNodeRuntime({ env: { ...process.env, CALLABLE_NODE: process.execPath } }),
-    entry: join(REPO, 'src-main/studio/main.ts'),
+    entry: join(REPO, 'src-main/engineProcess/main.ts'),
     args: ['--data-dir', dataDir, '--mcp-port', '0'],
     onStatus,
     diagnostic: (message) => process.stderr.write(`relay: ${message}\n`),

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createEngine, MAX_RECORDED_EXCHANGES, MAX_TEST_CASES, TEST_CASE_VERSION, type TestCaseInput } from '../../src-main/engine/index.ts';
-import { caseFileJson } from '../../src-main/engine/tests/caseFiles.ts';
+import { caseFileJson } from '../../src-main/engine/savedTests/caseFiles.ts';
 import { RECORDINGS_KEPT } from '../../src-main/engine/audit/ledger.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { scratch } from '../support/scratch.ts';

@@ -620,8 +620,8 @@ describe('new functions from a HAR entry', () => {
 describe("the studio's New function dialog, through the bridge (functions:createFromRequest)", () => {
   it('creates from a pasted curl command and answers the credential to store, never the secret', async () => {
     const engine = testEngine();
-    const { createStudioApi } = await import('../../src-main/studio/studioApi.ts');
-    const { McpHttpHost } = await import('../../src-main/engine/mcp/httpHost.ts');
+    const { createStudioApi } = await import('../../src-main/engineProcess/studioApi.ts');
+    const { McpHttpHost } = await import('../../src-main/mcp/httpHost.ts');
     const api = createStudioApi({ engine, mcp: new McpHttpHost(engine, { port: 0 }), resourcesDir: join(REPO, 'resources'), callableCommand: 'callable', diagnostic: () => {} });
     try {
       const answer = await api.dispatch('functions:createFromRequest', { name: 'translate', from: { kind: 'curl', command: curlFixture('deepl_translate.curl') } });

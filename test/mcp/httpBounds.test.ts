@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
-import { DEFAULT_HTTP_LIMITS, type HttpLimits } from '../../src-main/engine/mcp/httpLimits.ts';
+import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/mcp/http.ts';
+import { DEFAULT_HTTP_LIMITS, type HttpLimits } from '../../src-main/mcp/httpLimits.ts';
 import { testEngine, waitVendorFunction } from '../support/engine.ts';
 import { exchange, headers2026, INIT_2025, mcpHeaders, messagesOf, open, request2026, socketTo, type Exchange } from '../support/rawHttp.ts';
 import { until } from '../support/wait.ts';

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
+import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/mcp/http.ts';
 import { testEngine, waitVendorFunction } from '../support/engine.ts';
 import { exchange, INIT_2025, mcpHeaders, messagesOf, open, type Exchange } from '../support/rawHttp.ts';
 import { until } from '../support/wait.ts';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_HTTP_LIMITS } from '../../src-main/engine/mcp/httpLimits.ts';
+import { DEFAULT_HTTP_LIMITS } from '../../src-main/mcp/httpLimits.ts';
 import { startServe } from '../support/callable.ts';
 import { folderWithEcho } from '../support/engine.ts';
 import { connect, type Era } from '../support/mcpClients.ts';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src-main/engine/index.ts';
-import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
+import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/mcp/http.ts';
 import { seedMcpFunctions } from '../support/fixtures.ts';
 
 interface Reply {

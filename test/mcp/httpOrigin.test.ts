@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
-import { normalizeOrigin, parseAllowedOrigins } from '../../src-main/engine/mcp/httpOrigin.ts';
+import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/mcp/http.ts';
+import { normalizeOrigin, parseAllowedOrigins } from '../../src-main/mcp/httpOrigin.ts';
 import { startServe } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
 import { testEngine } from '../support/engine.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { startServe } from '../support/callable.ts';
 import { cli } from '../support/cli.ts';
-import { startMcpHttpServer } from '../../src-main/engine/mcp/http.ts';
+import { startMcpHttpServer } from '../../src-main/mcp/http.ts';
 import { testEngine, waitVendorFunction } from '../support/engine.ts';
 import { exchange, headers2026, mcpHeaders, messagesOf, open, request2026 } from '../support/rawHttp.ts';
 import { connect, type Era } from '../support/mcpClients.ts';

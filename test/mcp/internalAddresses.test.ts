@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/engine/mcp/http.ts';
+import { startMcpHttpServer, type RunningHttpServer } from '../../src-main/mcp/http.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { connect, type TestClient } from '../support/mcpClients.ts';
 

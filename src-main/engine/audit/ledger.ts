@@ -36,7 +36,7 @@ export const AUDIT_BUFFER_MAX = 1000;
 /** How many of the newest runs keep their recording (requests and result, to become a test case); older ones are pruned. */
 export const RECORDINGS_KEPT = 50;
 
-/** A run's recording (engine/tests/recordings.ts) as the ledger writes it beside the run. */
+/** A run's recording (engine/savedTests/recordings.ts) as the ledger writes it beside the run. */
 export interface KeptRecording {
   recordedAt: string;
   json: string;
@@ -84,7 +84,7 @@ export class RunLedger {
   /** How a call that needed a person's approval was decided, beside its run. */
   readonly #insertApproval: Database.Statement;
   readonly #pending: Array<{ run: RunRecord; recording?: KeptRecording | undefined }> = [];
-  /** A run's requests and result, for turning it into a test case (engine/tests/recordings.ts), beside its run. */
+  /** A run's requests and result, for turning it into a test case (engine/savedTests/recordings.ts), beside its run. */
   readonly #insertRecording: Database.Statement;
   readonly #pruneRecordings: Database.Statement;
   /** The next background write: right after this turn, or at the end of the group-commit window. */

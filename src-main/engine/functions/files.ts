@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join, sep } from 'node:path';
 import { FunctionSpecSchema, specOf, StudioError, type FunctionRecord, type FunctionSpec } from '../model/index.ts';
 import { parseSpec, type SaveInput } from './repository.ts';
-import { readCaseFiles, writeCaseFiles } from '../tests/caseFiles.ts';
+import { readCaseFiles, writeCaseFiles } from '../savedTests/caseFiles.ts';
 import type { TestCase } from '../model/index.ts';
 
 const SPEC_FILE = 'function.json';

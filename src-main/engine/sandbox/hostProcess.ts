@@ -11,7 +11,7 @@ import { compileCacheEnv } from '../nodeChild.ts';
 import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
 import type { SandboxJob, SandboxOutcome } from './protocol.ts';
 
-const HOST_ENTRY = fileURLToPath(new URL('./host/main.ts', import.meta.url));
+const HOST_ENTRY = fileURLToPath(new URL('../../sandboxHost/main.ts', import.meta.url));
 /** A run still going this long after its deadline is stuck where the deadline cannot reach it. */
 export const WEDGE_GRACE_MS = 1500;
 /** Missing heartbeats for this long: the host's event loop is stuck (generous: a loaded machine delays timers). */

@@ -99,7 +99,7 @@ const MIGRATIONS: string[] = [
     WHERE c.value IN (SELECT name FROM credentials);
   `,
   // Saved test cases (also tests/<name>.json in a function's folder), and the ctx.fetch exchanges
-  // of recent runs, so a past run can become a test case (bounded: see engine/tests/recordings.ts).
+  // of recent runs, so a past run can become a test case (bounded: see engine/savedTests/recordings.ts).
   `
   CREATE TABLE IF NOT EXISTS test_cases (
     function_id INTEGER NOT NULL REFERENCES functions(id) ON DELETE CASCADE,

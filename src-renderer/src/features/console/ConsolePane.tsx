@@ -6,7 +6,7 @@ import { toast } from '../../store/app.ts';
 import { consoleRequest } from '../../store/console.ts';
 import { draft, isDirty, saveDraft } from '../../store/draft.ts';
 import { SchemaForm, type SchemaValidity } from '../forms/SchemaForm.tsx';
-import { SaveAsTest } from '../tests/SaveAsTest.tsx';
+import { SaveAsTest } from '../savedTests/SaveAsTest.tsx';
 
 const argsKey = (name: string): string => `callable.console.args.${name}`;
 

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { RunsTable } from '../../components/RunsTable.tsx';
 import { rerun } from '../../store/console.ts';
 import { draft } from '../../store/draft.ts';
-import { SaveAsTest } from '../tests/SaveAsTest.tsx';
+import { SaveAsTest } from '../savedTests/SaveAsTest.tsx';
 import './history.css';
 import { useRuns } from './useRuns.ts';
 

@@ -1,5 +1,5 @@
 import type { McpEnginePort as Engine } from './port.ts';
-import type { McpStatus } from '../model/index.ts';
+import type { McpStatus } from '../engine/model/index.ts';
 import type { RunningHttpServer } from './http.ts';
 
 export type HttpHostStatus = McpStatus;

@@ -166,7 +166,7 @@ interface CatalogEntry {
   annotations?: object;
   /** The compiled module, an expression. */
   code: string;
-  limits: import('../../model/limits.ts').EffectiveLimits;
+  limits: import('../../engine/model/limits.ts').EffectiveLimits;
 }
 
 declare module 'callable:catalog' {

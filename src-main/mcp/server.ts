@@ -1,8 +1,8 @@
 import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ElicitRequestFormParams, type McpServerFactory, type ServerContext, type Tool } from '@modelcontextprotocol/server';
-import type { ApprovalRequest } from '../index.ts';
+import type { ApprovalRequest } from '../engine/index.ts';
 import type { McpEnginePort as Engine, McpRunOptions } from './port.ts';
-import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../model/index.ts';
-import { describeToolFailure, toolErrorResult } from '../model/toolResults.ts';
+import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../engine/model/index.ts';
+import { describeToolFailure, toolErrorResult } from '../engine/model/toolResults.ts';
 
 export const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
 

@@ -6,8 +6,8 @@
 // allocating). The engine watches its heartbeat and kills it when it wedges.
 import module from 'node:module';
 import { Socket } from 'node:net';
-import { ERROR_CODES, StudioError, type ErrorCode } from '../../model/errors.ts';
-import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../protocol.ts';
+import { ERROR_CODES, StudioError, type ErrorCode } from '../engine/model/errors.ts';
+import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../engine/sandbox/protocol.ts';
 import { SandboxExecutor } from './executor.ts';
 
 const MB = 1024 * 1024;

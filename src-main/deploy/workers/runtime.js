@@ -7,9 +7,9 @@
 // Nothing here sees a secret.
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import fn from './function.js';
-import { logLimitMessage, resultTooLargeMessage } from '../../model/toolResults.ts';
+import { logLimitMessage, resultTooLargeMessage } from '../../engine/model/toolResults.ts';
 
-/** The longest progress message passed on, as in the local sandbox (src-main/engine/sandbox/host/bridge.ts). */
+/** The longest progress message passed on, as in the local sandbox (src-main/sandboxHost/bridge.ts). */
 const PROGRESS_MESSAGE_CHARS = 1000;
 /**
  * The functions a run reports through and fails with.

@@ -3,9 +3,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'esbuild';
-import { effectiveLimits, isHostPatternError, parseHostPattern, StudioError, type Engine, type EffectiveLimits, type FunctionRecord } from '../index.ts';
-import { dialectOf } from '../functions/schemas.ts';
-import { classifyAddress, unbracket } from '../net/addresses.ts';
+import { effectiveLimits, isHostPatternError, parseHostPattern, StudioError, type Engine, type EffectiveLimits, type FunctionRecord } from '../engine/index.ts';
+import { dialectOf } from '../engine/functions/schemas.ts';
+import { classifyAddress, unbracket } from '../engine/net/addresses.ts';
 
 /**
  * `callable deploy`: writes the enabled functions (of a profile) as a project for workerd or for

@@ -1,9 +1,9 @@
 import ivm from 'isolated-vm';
 import { performance } from 'node:perf_hooks';
-import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
-import type { ContentItem, LogEntry } from '../../model/index.ts';
-import { resultTooLargeMessage, timeoutMessage } from '../../model/toolResults.ts';
-import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../protocol.ts';
+import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../engine/model/errors.ts';
+import type { ContentItem, LogEntry } from '../engine/model/index.ts';
+import { resultTooLargeMessage, timeoutMessage } from '../engine/model/toolResults.ts';
+import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../engine/sandbox/protocol.ts';
 import { RunBridge, type RunControl } from './bridge.ts';
 import { callablePrelude } from './prelude.js';
 import { IsolatePool } from './pool.ts';

@@ -1,5 +1,5 @@
 import ivm from 'isolated-vm';
-import type { CompiledModule as CompiledFunction } from '../protocol.ts';
+import type { CompiledModule as CompiledFunction } from '../engine/sandbox/protocol.ts';
 import { EarlyBridge, REFUSE_ALL, type HostBinding } from './bridge.ts';
 
 /** A fresh, never-used context with the prelude installed: what one call needs. */

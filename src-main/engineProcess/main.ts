@@ -1,12 +1,12 @@
 // The engine process of the desktop app: plain Node 24, started and supervised by Electron main
 // (src-main/app/engineProcess.ts). It holds the engine, the HTTP MCP server and the studio API, and
-// answers the bridge calls main relays over Node's IPC channel (src-main/studio/protocol.ts). Its
+// answers the bridge calls main relays over Node's IPC channel (src-main/engineProcess/protocol.ts). Its
 // life is the channel's: when main exits or is killed, the channel closes and so does this process.
 //
-//   node --no-node-snapshot src-main/studio/main.ts [--data-dir DIR] [--mcp-port N]
+//   node --no-node-snapshot src-main/engineProcess/main.ts [--data-dir DIR] [--mcp-port N]
 import { join } from 'node:path';
 import { createEngine, defaultDataDir, type Engine, type EngineReport } from '../engine/index.ts';
-import { McpHttpHost } from '../engine/mcp/httpHost.ts';
+import { McpHttpHost } from '../mcp/httpHost.ts';
 import { decodeMessage, encodeMessage, ENGINE_EVENT_NAMES, MainToEngineSchema, PROTOCOL_VERSION, type EngineToMain } from './protocol.ts';
 import { createStudioApi, type StudioApiServer } from './studioApi.ts';
 

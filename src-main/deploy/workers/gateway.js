@@ -8,8 +8,8 @@
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import { CLIENT_INFO_META_KEY, createMcpHandler, hostHeaderValidationResponse, localhostAllowedHostnames, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import { originAllowed } from '../../mcp/httpOrigin.ts';
-import { formatAjvErrors } from '../../functions/schemas.ts';
-import { describeToolFailure, fetchLimitMessage, resultTooLargeMessage, timeoutMessage, toolErrorResult } from '../../model/toolResults.ts';
+import { formatAjvErrors } from '../../engine/functions/schemas.ts';
+import { describeToolFailure, fetchLimitMessage, resultTooLargeMessage, timeoutMessage, toolErrorResult } from '../../engine/model/toolResults.ts';
 import { CATALOG, SETTINGS, RUNTIME } from 'callable:catalog';
 import { VALIDATORS } from 'callable:validators';
 
@@ -26,7 +26,7 @@ import { VALIDATORS } from 'callable:validators';
 
 const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
 /**
- * The function's log levels as MCP names them (as the local server maps them, src-main/engine/mcp/server.ts).
+ * The function's log levels as MCP names them (as the local server maps them, src-main/mcp/server.ts).
  * @type {Map<string, LoggingLevel>}
  */
 const MCP_LEVEL = new Map([

@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type ivm from 'isolated-vm';
-import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../../model/errors.ts';
-import type { LogEntry, LogLevel } from '../../model/index.ts';
-import { fetchLimitMessage, logLimitMessage } from '../../model/toolResults.ts';
-import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../protocol.ts';
+import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../engine/model/errors.ts';
+import type { LogEntry, LogLevel } from '../engine/model/index.ts';
+import { fetchLimitMessage, logLimitMessage } from '../engine/model/toolResults.ts';
+import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../engine/sandbox/protocol.ts';
 import { encodeMultipart, readParts } from './multipart.ts';
 
 /** What the host answers an operation of the prelude: a value, or an error the guest sees. */

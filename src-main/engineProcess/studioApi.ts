@@ -1,13 +1,13 @@
 // The studio's API behind the bridge: one handler per contract method, each validated by the
-// contract's schema. Runs in the engine process (src-main/studio/main.ts), which answers the
+// contract's schema. Runs in the engine process (src-main/engineProcess/main.ts), which answers the
 // calls Electron main relays to it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
 import { credentialCommand, defaultDataDir, formatZodError, readTemplates, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
-import { stdioConfigs, stdioLaunch } from '../engine/mcp/clientConfig.ts';
-import type { McpHttpHost } from '../engine/mcp/httpHost.ts';
+import { stdioConfigs, stdioLaunch } from '../mcp/clientConfig.ts';
+import type { McpHttpHost } from '../mcp/httpHost.ts';
 
 export interface StudioHost {
   engine: Engine;

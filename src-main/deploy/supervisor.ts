@@ -3,8 +3,8 @@ import { createServer, get as httpGet, request as httpRequest, type IncomingMess
 import { createRequire } from 'node:module';
 import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import { StudioError } from '../model/errors.ts';
-import { describeToolFailure, timeoutMessage, toolErrorResult } from '../model/toolResults.ts';
+import { StudioError } from '../engine/model/errors.ts';
+import { describeToolFailure, timeoutMessage, toolErrorResult } from '../engine/model/toolResults.ts';
 
 /**
  * `callable deploy --serve`: workerd behind a small proxy of ours on the port the user asked for.

@@ -9,7 +9,7 @@
  * config passes it, with the settings that choose where secrets come from. Never a secret.
  */
 
-import { shellQuote } from '../index.ts';
+import { shellQuote } from '../engine/index.ts';
 
 /** The environment variables a stdio server needs to read secrets as this process does, when set. */
 export const PASSED_ENV = ['DBUS_SESSION_BUS_ADDRESS', 'CALLABLE_SECRETS', 'CALLABLE_KEYCHAIN_SERVICE', 'CALLABLE_KEYCHAIN_TIMEOUT_MS'] as const;

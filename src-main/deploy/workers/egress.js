@@ -5,9 +5,9 @@
 // (net/addresses.ts), adds a credential from this Worker's own secret bindings towards that
 // credential's hosts only, follows and re-checks redirects, caps the response body, and returns
 // one trace entry per hop. Bundled by `callable deploy`; the secrets never leave this Worker.
-import { hostMatches, isHostPatternError, parseHostPattern } from '../../model/hosts.ts';
-import { classifyAddress, isIpLiteral, unbracket } from '../../net/addresses.ts';
-import { notAllowedHostReason } from '../../model/toolResults.ts';
+import { hostMatches, isHostPatternError, parseHostPattern } from '../../engine/model/hosts.ts';
+import { classifyAddress, isIpLiteral, unbracket } from '../../engine/net/addresses.ts';
+import { notAllowedHostReason } from '../../engine/model/toolResults.ts';
 import { POLICIES, CREDENTIALS } from 'callable:egress';
 
 const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
@@ -87,7 +87,7 @@ function redact(bytes, secret, name) {
   return new TextEncoder().encode(text.split(secret).join(`[redacted:${name}]`));
 }
 
-/** @typedef {import('../../model/hosts.ts').HostPattern} HostPattern */
+/** @typedef {import('../../engine/model/hosts.ts').HostPattern} HostPattern */
 
 export default {
   /** @param {Request} request @param {Record<string, unknown>} env */

@@ -1,5 +1,5 @@
-import type { ApprovalDecision, ElicitAnswer, ElicitRequest, FunctionRecord, LogLevel, ProfileSpec, RunResult, SampleAnswer, SampleRequest } from '../model/index.ts';
-import type { ApprovalOutcome, ApprovalRequest } from '../index.ts';
+import type { ApprovalDecision, ElicitAnswer, ElicitRequest, FunctionRecord, LogLevel, ProfileSpec, RunResult, SampleAnswer, SampleRequest } from '../engine/model/index.ts';
+import type { ApprovalOutcome, ApprovalRequest } from '../engine/index.ts';
 
 /**
  * What the MCP server needs from the engine, declared on the server's side: the engine satisfies it
