@@ -50,7 +50,7 @@ function hostsOf(pid: number): number[] {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('host/main.ts')) hosts.push(Number(entry));
+      if (ppid === pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('sandboxHost/main.ts')) hosts.push(Number(entry));
     } catch {
       // gone meanwhile
     }
