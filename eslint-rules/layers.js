@@ -21,7 +21,7 @@ const MODEL = 'src-main/engine/model/**';
 
 /**
  * A process or client of the engine: a folder of its own directly under src-main/ that reaches
- * itself, the engine's facade and model, and the folders named in `more`; Node, no Electron.
+ * itself, the engine's facade and model, and the paths in `more`; Node builtins, no Electron.
  */
 const client = (folder, more = []) => ({
   layer: folder,
