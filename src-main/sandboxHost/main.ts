@@ -153,11 +153,16 @@ function knownCode(code: string): ErrorCode {
 // ---- memory cap, heartbeat, parent watch ----
 
 const baseline = process.memoryUsage.rss();
-/** The cap does not shrink while runs are in flight: an isolate V8 just gave up on still holds its memory for a moment. */
+/**
+ * The cap does not shrink while runs are in flight, nor below what the process still holds: an
+ * isolate V8 just gave up on (or one disposed after its run's limit) releases its memory a moment
+ * after its reservation is gone, and the next run must not be blamed for it. It never exceeds the
+ * process's own ceiling.
+ */
 let heldCap = 0;
-const capBytes = (): number => {
+const capBytes = (rss: number): number => {
   const now = Math.min(maxCapBytes, baseline + HEADROOM_BYTES + ISOLATE_FACTOR * executor.reservedMb * MB);
-  heldCap = runs.size > 0 ? Math.max(heldCap, now) : now;
+  heldCap = runs.size > 0 || rss > now - TRIGGER_MARGIN_BYTES ? Math.max(heldCap, now) : now;
   return heldCap;
 };
 const cpuSamples: Array<Map<string, bigint>> = [];
@@ -178,7 +183,7 @@ function suspects(): string[] {
 
 setInterval(() => {
   const rss = process.memoryUsage.rss();
-  const cap = capBytes();
+  const cap = capBytes(rss);
   if (rss > cap - TRIGGER_MARGIN_BYTES) {
     send({ t: 'overCap', rssBytes: rss, capBytes: cap, suspects: suspects() });
     // Said; now go (the write is flushed first, with a fallback in case it never is).
@@ -191,7 +196,8 @@ setInterval(() => {
 }, WATCH_MS);
 
 setInterval(() => {
-  send({ t: 'beat', rssBytes: process.memoryUsage.rss(), capBytes: capBytes(), runs: runs.size });
+  const rss = process.memoryUsage.rss();
+  send({ t: 'beat', rssBytes: rss, capBytes: capBytes(rss), runs: runs.size });
   // Reparented: the engine died without closing the channel (it always closes on SIGKILL, but be sure).
   if (process.ppid !== parentPid) die();
 }, HEARTBEAT_MS);
