@@ -4,7 +4,7 @@ import { corruptionOf, createEngine, defaultDataDir, diskFullOf, EnvSecretStore,
 import { commands as functionCommands, printUngranted } from './functions.ts';
 import { commands as mcpCommands } from './mcp.ts';
 import { commands as backupCommands } from './backup.ts';
-import { commands as testCommands } from './tests.ts';
+import { commands as testCommands } from './savedTests.ts';
 import { commands as deployCommands } from './deploy.ts';
 import { commands as lintCommands } from './lint.ts';
 import { commands as clientConfigCommands } from './clientConfig.ts';
