@@ -63,8 +63,8 @@ export const LAYERS = [
     npm: { only: ['isolated-vm', 'zod'] },
   },
   client('mcp'),
-  // Its Workers bundle pure modules (no facade in workerd): the Origin check and two engine modules.
-  client('deploy', ['src-main/mcp/httpOrigin.ts', 'src-main/engine/functions/schemas.ts', 'src-main/engine/net/addresses.ts']),
+  // Its Workers bundle pure modules (no facade in workerd): the Origin check and three engine modules.
+  client('deploy', ['src-main/mcp/httpOrigin.ts', 'src-main/engine/functions/schemas.ts', 'src-main/engine/net/addresses.ts', 'src-main/engine/credentials/redact.ts']),
   client('engineProcess', ['src-main/mcp/**', 'src-preload/contract.ts']),
   client('cli', ['src-main/mcp/**', 'src-main/deploy/**']),
   {

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src-main/engine/index.ts';
 import { defineFunction } from '../support/engine.ts';
-import { connect, type TestClient } from '../support/mcpClients.ts';
+import type { TestClient } from '../support/mcpClients.ts';
 import { vendorServer, type SeenRequest } from '../support/vendor.ts';
-import { freePort, startDeployServe, type DeployServe } from './support.ts';
+import { serveConnected } from './support.ts';
 
 /**
  * Request bodies through a deployed gateway on the real npm workerd: what ctx.fetch sends with
@@ -15,7 +15,7 @@ import { freePort, startDeployServe, type DeployServe } from './support.ts';
  */
 let dataDir: string;
 let vendor: Awaited<ReturnType<typeof vendorServer>>;
-let served: DeployServe;
+let deployed: Awaited<ReturnType<typeof serveConnected>> | undefined;
 let client: TestClient;
 let engine: Engine;
 
@@ -42,13 +42,12 @@ beforeAll(async () => {
       }`,
     );
   }
-  served = await startDeployServe(dataDir, ['--port', String(await freePort())]);
-  client = await connect('2026-07-28', { transport: 'http', url: served.url, token: served.token });
+  deployed = await serveConnected(dataDir);
+  client = deployed.client;
 }, 60_000);
 
 afterAll(async () => {
-  await client?.close().catch(() => {});
-  await served?.stop();
+  await deployed?.close();
   engine?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });

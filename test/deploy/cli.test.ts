@@ -259,7 +259,7 @@ describe('callable deploy --serve with CALLABLE_SECRETS=env', () => {
       try {
         expect(served.token).toBe('env-token-1234567890');
         // The vendor got the secret; the function saw only its redacted echo.
-        expect(JSON.parse(textOf(await client.callTool('whoami', {})))).toEqual({ authorization: 'Bearer [redacted:env_key]' });
+        expect(JSON.parse(textOf(await client.callTool('whoami', {})))).toEqual({ authorization: '[redacted:env_key]' });
         expect(vendor.seen.map((r) => r.headers.authorization)).toEqual(['Bearer from-the-environment']);
       } finally {
         await client.close().catch(() => {});

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
+import { connect, type TestClient } from '../support/mcpClients.ts';
 
 /** A port free right now on 127.0.0.1 (workerd takes a fixed port, not 0). */
 export async function freePort(): Promise<number> {
@@ -54,6 +56,21 @@ export async function startDeployServe(dataDir: string, extra: string[], env: No
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       return exited;
+    },
+  };
+}
+
+/** Serves `dataDir` on workerd on a free port and connects a 2026-07-28 client; `close` ends both and removes the output folder. */
+export async function serveConnected(dataDir: string): Promise<{ served: DeployServe; client: TestClient; close: () => Promise<void> }> {
+  const served = await startDeployServe(dataDir, ['--port', String(await freePort())]);
+  const client = await connect('2026-07-28', { transport: 'http', url: served.url, token: served.token });
+  return {
+    served,
+    client,
+    close: async () => {
+      await client.close().catch(() => {});
+      await served.stop();
+      rmSync(served.outDir, { recursive: true, force: true });
     },
   };
 }

@@ -4,10 +4,12 @@
 // allowedHosts with the engine's own matching rules (model/hosts.ts) and address classification
 // (net/addresses.ts), adds a credential from this Worker's own secret bindings towards that
 // credential's hosts only, follows and re-checks redirects, caps the response body, and returns
-// one trace entry per hop. Bundled by `callable deploy`; the secrets never leave this Worker.
+// one trace entry per hop. Every secret this Worker holds is redacted from what goes back, in each
+// form the engine recognises (credentials/redact.ts). Bundled by `callable deploy`; the secrets never leave this Worker.
 import { hostMatches, isHostPatternError, parseHostPattern } from '../../engine/model/hosts.ts';
 import { classifyAddress, isIpLiteral, unbracket } from '../../engine/net/addresses.ts';
 import { notAllowedHostReason } from '../../engine/model/toolResults.ts';
+import { Redactor } from '../../engine/credentials/redact.ts';
 import { POLICIES, CREDENTIALS } from 'callable:egress';
 
 const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
@@ -79,12 +81,25 @@ async function readCapped(body, limit) {
   return out;
 }
 
-/** @param {Uint8Array} bytes @param {string} secret @param {string} name */
-function redact(bytes, secret, name) {
-  if (secret === undefined || secret === '') return bytes;
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-  if (!text.includes(secret)) return bytes;
-  return new TextEncoder().encode(text.split(secret).join(`[redacted:${name}]`));
+/**
+ * A redactor of every credential secret this deployment holds, not only the one a request injects:
+ * a vendor may echo any of them, and locally the engine redacts them all. An injected header's
+ * whole value goes too, as the engine's run does.
+ * @param {Record<string, unknown>} env @param {{ name: string, secret: string, template?: string } | undefined} injection
+ */
+function redactorOf(env, injection) {
+  const redactor = new Redactor();
+  for (const spec of Object.values(CREDENTIALS)) {
+    const secret = env[spec.binding];
+    if (typeof secret === 'string') redactor.add(spec.name, secret);
+  }
+  if (injection?.template !== undefined) redactor.add(injection.name, headerValue(injection.template, injection.secret));
+  return redactor;
+}
+
+/** @param {string} template @param {string} secret */
+function headerValue(template, secret) {
+  return template.split('{secret}').join(secret);
 }
 
 /** @typedef {import('../../engine/model/hosts.ts').HostPattern} HostPattern */
@@ -156,7 +171,7 @@ export default {
       }
       const out = new URL(url.href);
       const outHeaders = new Headers(headers);
-      if (sendTo && sendTo.header) outHeaders.set(sendTo.header, sendTo.template.split('{secret}').join(sendTo.secret));
+      if (sendTo && sendTo.header) outHeaders.set(sendTo.header, headerValue(sendTo.template, sendTo.secret));
       if (sendTo && sendTo.query) out.searchParams.set(sendTo.query, sendTo.secret);
       if (!outHeaders.has('user-agent')) outHeaders.set('user-agent', 'CallableStudio/0.1 (workerd)');
       const started = Date.now();
@@ -178,7 +193,7 @@ export default {
         await response.body?.cancel();
         entry.ms = Date.now() - started;
         trace.push(entry);
-        if (redirectMode === 'error') return refuse('fetch_failed', `${method} ${display(url)} redirected to ${location} and the request said redirect: "error"`, trace);
+        if (redirectMode === 'error') return refuse('fetch_failed', `${method} ${display(url)} redirected to ${redactorOf(env, injection).text(location)} and the request said redirect: "error"`, trace);
         if (hop + 1 > MAX_REDIRECTS) return refuse('fetch_failed', `${request.url}: more than ${MAX_REDIRECTS} redirects`, trace);
         redirectFrom = display(url);
         url = new URL(location, url);
@@ -197,14 +212,21 @@ export default {
       }
       entry.bytesIn = bytes.byteLength;
       trace.push(entry);
-      const shown = injection ? redact(bytes, injection.secret, injection.name) : bytes;
-      const back = new Headers(response.headers);
-      back.delete('content-length');
-      back.delete('content-encoding');
-      back.set('x-callable-trace', JSON.stringify(trace));
-      back.set('x-callable-final-url', url.href);
+      const redactor = redactorOf(env, injection);
+      // The whole body is in hand (it was capped above), so one pass finds a secret wherever it lies.
+      const stream = redactor.stream();
+      const shown = Buffer.concat([stream.push(bytes), stream.end()]);
+      const back = new Headers();
+      for (const [name, value] of response.headers) {
+        const lower = name.toLowerCase();
+        // A header whose name holds a secret is dropped: there is no redacted name to give it.
+        if (lower === 'content-length' || lower === 'content-encoding' || redactor.text(name) !== name) continue;
+        back.append(name, redactor.text(value));
+      }
+      back.set('x-callable-trace', redactor.text(JSON.stringify(trace)));
+      back.set('x-callable-final-url', redactor.text(url.href));
       if (hop > 0) back.set('x-callable-redirected', '1');
-      return new Response(shown, { status: response.status, statusText: response.statusText, headers: back });
+      return new Response(shown, { status: response.status, statusText: redactor.text(response.statusText), headers: back });
     }
   },
 };

@@ -117,6 +117,21 @@ interface SubtleCrypto {
 }
 declare const crypto: { readonly subtle: SubtleCrypto; getRandomValues<T extends ArrayBufferView>(array: T): T; randomUUID(): string };
 
+/** nodejs_compat's global Buffer, as credentials/redact.ts uses it. */
+type BufferEncoding = 'utf8' | 'latin1' | 'hex' | 'base64' | 'base64url';
+declare class Buffer extends Uint8Array {
+  static from(text: string, encoding?: BufferEncoding): Buffer;
+  static from(data: Uint8Array | readonly number[]): Buffer;
+  static from(buffer: ArrayBufferLike, byteOffset?: number, length?: number): Buffer;
+  static alloc(size: number): Buffer;
+  static allocUnsafe(size: number): Buffer;
+  static concat(list: readonly Uint8Array[], totalLength?: number): Buffer;
+  toString(encoding?: BufferEncoding): string;
+  indexOf(value: number | string | Uint8Array, byteOffset?: number): number;
+  includes(value: number | string | Uint8Array, byteOffset?: number): boolean;
+  subarray(start?: number, end?: number): Buffer;
+}
+
 declare function btoa(data: string): string;
 declare function atob(data: string): string;
 declare function setTimeout(callback: (...args: any[]) => void, ms?: number): number;
