@@ -1,30 +1,24 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine, type Engine } from '../../src-main/engine/index.ts';
+import type { Engine } from '../../src-main/engine/index.ts';
 import { defineFunction } from '../support/engine.ts';
 import type { TestClient } from '../support/mcpClients.ts';
 import { vendorServer, type SeenRequest } from '../support/vendor.ts';
-import { serveConnected } from './support.ts';
+import { deployedFolder } from './support.ts';
 
 /**
  * Request bodies through a deployed gateway on the real npm workerd: what ctx.fetch sends with
  * json, body, form and multipart, as the bytes a loopback vendor receives, and the same as the
  * local sandbox sends for the same function.
  */
-let dataDir: string;
 let vendor: Awaited<ReturnType<typeof vendorServer>>;
-let deployed: Awaited<ReturnType<typeof serveConnected>> | undefined;
+let deployed: Awaited<ReturnType<typeof deployedFolder>> | undefined;
 let client: TestClient;
 let engine: Engine;
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'callable-deploy-bodies-'));
   vendor = await vendorServer((_req, res) => res.end('received'));
   const here = `127.0.0.1:${vendor.port}`;
-  engine = createEngine({ dataDir });
-  {
+  deployed = await deployedFolder('callable-deploy-bodies-', async (engine) => {
     await defineFunction(
       engine,
       {
@@ -41,16 +35,11 @@ beforeAll(async () => {
         return res.status + ' ' + (await res.text());
       }`,
     );
-  }
-  deployed = await serveConnected(dataDir);
-  client = deployed.client;
+  });
+  ({ engine, client } = deployed);
 }, 60_000);
 
-afterAll(async () => {
-  await deployed?.close();
-  engine?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => deployed?.close());
 
 /** A multipart body's parts, without its boundary (each side picks its own). */
 function partsOf(seen: SeenRequest): string[] | undefined {

@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine, type Engine } from '../../src-main/engine/index.ts';
+import type { Engine } from '../../src-main/engine/index.ts';
 import { defineFunction } from '../support/engine.ts';
 import type { TestClient } from '../support/mcpClients.ts';
 import { vendorServer } from '../support/vendor.ts';
-import { serveConnected } from './support.ts';
+import { deployedFolder } from './support.ts';
 
 /**
  * Redaction deployed on the real npm workerd, as locally: a loopback vendor echoes a stored
@@ -19,13 +16,11 @@ const SECRET = `sk/deploy+${process.pid}=c0ffee`;
 const lowerHexUrl = encodeURIComponent(SECRET).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase());
 const hexName = `x-key-${Buffer.from(SECRET).toString('hex')}`;
 
-let dataDir: string;
-let deployed: Awaited<ReturnType<typeof serveConnected>> | undefined;
+let deployed: Awaited<ReturnType<typeof deployedFolder>> | undefined;
 let client: TestClient;
 let engine: Engine;
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'callable-deploy-redaction-'));
   const vendor = await vendorServer((req, res) => {
     // A careless vendor: it echoes the key it knows whatever the request carried.
     if (req.url === '/echo') {
@@ -40,41 +35,37 @@ beforeAll(async () => {
     res.end(JSON.stringify({ b64: Buffer.from(SECRET).toString('base64'), url: lowerHexUrl }));
   });
   const here = `127.0.0.1:${vendor.port}`;
-  engine = createEngine({ dataDir });
-  await engine.credentials.set({ name: 'vendor_key', hosts: [here], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, SECRET);
-  await defineFunction(
-    engine,
-    {
-      name: 'decode_echo',
-      description: 'Reads what the vendor echoes and decodes it',
-      allowedHosts: [here],
-      credentials: ['vendor_key'],
-      inputSchema: { type: 'object', properties: { credential: { type: 'string' } } },
-    },
-    `export default async ({ credential }, ctx) => {
-      const res = await ctx.fetch('http://${here}/echo', credential ? { credential } : {});
-      const body = await res.json();
-      let b64;
-      try { b64 = atob(body.b64); } catch { b64 = body.b64; }
-      return {
-        b64,
-        url: decodeURIComponent(body.url),
-        header: res.headers.get('x-echo'),
-        names: [...res.headers.keys()].filter((n) => n.startsWith('x-key-')),
-        statusText: res.statusText,
-        finalUrl: decodeURIComponent(res.url),
-      };
-    }`,
-  );
-  deployed = await serveConnected(dataDir);
-  client = deployed.client;
+  deployed = await deployedFolder('callable-deploy-redaction-', async (engine) => {
+    await engine.credentials.set({ name: 'vendor_key', hosts: [here], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, SECRET);
+    await defineFunction(
+      engine,
+      {
+        name: 'decode_echo',
+        description: 'Reads what the vendor echoes and decodes it',
+        allowedHosts: [here],
+        credentials: ['vendor_key'],
+        inputSchema: { type: 'object', properties: { credential: { type: 'string' } } },
+      },
+      `export default async ({ credential }, ctx) => {
+        const res = await ctx.fetch('http://${here}/echo', credential ? { credential } : {});
+        const body = await res.json();
+        let b64;
+        try { b64 = atob(body.b64); } catch { b64 = body.b64; }
+        return {
+          b64,
+          url: decodeURIComponent(body.url),
+          header: res.headers.get('x-echo'),
+          names: [...res.headers.keys()].filter((n) => n.startsWith('x-key-')),
+          statusText: res.statusText,
+          finalUrl: decodeURIComponent(res.url),
+        };
+      }`,
+    );
+  });
+  ({ engine, client } = deployed);
 }, 60_000);
 
-afterAll(async () => {
-  await deployed?.close();
-  engine?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => deployed?.close());
 
 /** Every form in which `text` could still carry the secret once decoded by the function. */
 function leaks(text: string): string[] {

@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, request } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { createEngine, type Engine } from '../../src-main/engine/index.ts';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { connect, type TestClient } from '../support/mcpClients.ts';
 
@@ -73,6 +76,29 @@ export async function serveConnected(dataDir: string): Promise<{ served: DeployS
       rmSync(served.outDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A data folder whose functions `define` saves, deployed with `deploy --serve` and a client
+ * connected; the engine stays open so a test can run the same function locally. `close` undoes it all.
+ */
+export async function deployedFolder(prefix: string, define: (engine: Engine) => Promise<void>): Promise<{ engine: Engine; client: TestClient; close: () => Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  const engine = createEngine({ dataDir });
+  let deployed: Awaited<ReturnType<typeof serveConnected>> | undefined;
+  const close = async (): Promise<void> => {
+    await deployed?.close();
+    engine.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await define(engine);
+    deployed = await serveConnected(dataDir);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { engine, client: deployed.client, close };
 }
 
 /**
