@@ -55,12 +55,21 @@ export const LAYERS = [
     npm: { except: ['electron'] },
   },
   {
+    // The guest runtime, bundled into every isolate: the language and the web-platform packages it bundles.
+    layer: 'sandboxHost/guest',
+    files: 'src-main/sandboxHost/guest/**',
+    paths: ['src-main/sandboxHost/guest/**'],
+    builtins: false,
+    npm: { only: ['web-streams-polyfill', 'fflate', '@ungap/structured-clone'] },
+  },
+  {
     // The sandbox host process executes and holds nothing else: no DB, no keychain, not the facade.
+    // It bundles the guest runtime with esbuild when it starts.
     layer: 'sandboxHost',
     files: 'src-main/sandboxHost/**',
     paths: ['src-main/sandboxHost/**', 'src-main/engine/sandbox/protocol.ts', MODEL],
     builtins: true,
-    npm: { only: ['isolated-vm', 'zod'] },
+    npm: { only: ['isolated-vm', 'zod', 'esbuild'] },
   },
   client('mcp'),
   // Its Workers bundle pure modules (no facade in workerd): the Origin check and three engine modules.

@@ -5,12 +5,11 @@ import type { ContentItem, LogEntry } from '../engine/model/index.ts';
 import { resultTooLargeMessage, timeoutMessage } from '../engine/model/toolResults.ts';
 import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../engine/sandbox/protocol.ts';
 import { RunBridge, type RunControl } from './bridge.ts';
-import { callablePrelude } from './prelude.js';
+import { guestSource } from './guestBundle.ts';
 import { IsolatePool } from './pool.ts';
 import type { PreparedContext, WarmIsolate as IsolateSlot } from './warmIsolate.ts';
 
 const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
-const PRELUDE_SOURCE = `(${callablePrelude.toString()})`;
 /** Why a run's signal aborts once it has ended (a reason of our own: the default builds a DOMException, with its stack, on every run). */
 const RUN_ENDED = new StudioError('cancelled', 'the run has ended');
 /**
@@ -32,7 +31,8 @@ export class SandboxExecutor {
   readonly #active = new Map<string, Run>();
 
   constructor(options: { maxWarmIsolates?: number; onDiagnostic?: (message: string) => void } = {}) {
-    this.#pool = new IsolatePool(PRELUDE_SOURCE, options);
+    // Built or read from the cache here, when the host starts: a first call does not wait for it.
+    this.#pool = new IsolatePool(guestSource(), options);
   }
 
   async run(job: SandboxJob): Promise<SandboxOutcome> {
@@ -277,7 +277,7 @@ class Run implements RunControl {
     }
     if (parsed.ok) {
       if (parsed.content !== undefined) return { ok: true, value: null, content: validateContent(parsed.content), ...base, resultBytes: bytes };
-      // The prelude wraps the value as {"ok":true,"value":<json>}: count only the value.
+      // The guest wraps the value as {"ok":true,"value":<json>}: count only the value.
       return { ok: true, value: parsed.value ?? null, ...base, resultBytes: Math.max(0, bytes - ENVELOPE_BYTES) };
     }
     const e = parsed.error ?? {};

@@ -1,0 +1,43 @@
+// @ts-check
+// Globals the guest runtime installs: non-enumerable, writable and configurable, like the
+// platform's own, so a function may replace them.
+import { ObjectDefineProperty } from './intrinsics.js';
+
+const G = globalThis;
+
+/** @param {string} name @param {unknown} value */
+export const defineGlobal = (name, value) => ObjectDefineProperty(G, name, { value, writable: true, configurable: true, enumerable: false });
+
+/**
+ * A global built on first access: heavy code (web-streams-polyfill, fflate…) must not cost a call
+ * that never uses it. `factory` runs once; its value then replaces the getter as a plain data
+ * property, and assigning the global first just replaces it without running the factory.
+ *
+ * A factory loads a library with `require('pkg')` inside its body, never with a top-level import:
+ * esbuild bundles a required package inside a lazy initializer (`__commonJS` / `__esm`), so the
+ * library's top level runs only on that first require (test/engine/guestBundle.test.ts proves it).
+ * That code then runs after function code, so it must not rely on globals a function can replace
+ * for anything safety depends on.
+ * @param {string} name @param {() => unknown} factory
+ */
+export const defineLazyGlobal = (name, factory) => {
+  let made = false;
+  /** @type {unknown} */
+  let value;
+  ObjectDefineProperty(G, name, {
+    configurable: true,
+    enumerable: false,
+    get() {
+      if (!made) {
+        value = factory();
+        made = true;
+        defineGlobal(name, value);
+      }
+      return value;
+    },
+    /** @param {unknown} replacement */
+    set(replacement) {
+      defineGlobal(name, replacement);
+    },
+  });
+};

@@ -1,0 +1,93 @@
+// @ts-check
+// The intrinsics the guest runtime relies on, captured when the bundle is evaluated in a fresh
+// context: before any function code runs, so what a function later does to the globals and their
+// prototypes cannot change them. Guest modules use these, never the globals.
+export const ReflectApply = Reflect.apply;
+export const ObjectCreate = Object.create;
+export const ObjectFreeze = Object.freeze;
+export const ObjectKeys = Object.keys;
+export const ObjectDefineProperty = Object.defineProperty;
+export const ObjectGetPrototypeOf = Object.getPrototypeOf;
+export const ObjectSetPrototypeOf = Object.setPrototypeOf;
+export const ObjectPrototypeToString = Object.prototype.toString;
+export const ArrayIsArray = Array.isArray;
+export const ArrayPush = Array.prototype.push;
+export const ArrayJoin = Array.prototype.join;
+export const ArrayMap = Array.prototype.map;
+export const ArraySlice = Array.prototype.slice;
+export const ArraySort = Array.prototype.sort;
+export const JSONStringify = JSON.stringify;
+export const JSONParse = JSON.parse;
+export const MathFloor = Math.floor;
+export const NumberIsFinite = Number.isFinite;
+export const StringCtor = String;
+export const StringFromCharCode = String.fromCharCode;
+export const StringCharCodeAt = String.prototype.charCodeAt;
+export const StringCodePointAt = String.prototype.codePointAt;
+export const StringSlice = String.prototype.slice;
+export const StringIndexOf = String.prototype.indexOf;
+export const StringSplit = String.prototype.split;
+export const StringReplace = String.prototype.replace;
+export const StringToLowerCase = String.prototype.toLowerCase;
+export const StringTrim = String.prototype.trim;
+export const StringToWellFormed = String.prototype.toWellFormed;
+export const RegExpTest = RegExp.prototype.test;
+export const PromiseCtor = Promise;
+export const PromiseResolve = Promise.resolve.bind(Promise);
+export const PromiseThen = Promise.prototype.then;
+export const ErrorCtor = Error;
+export const TypeErrorCtor = TypeError;
+export const RangeErrorCtor = RangeError;
+export const Uint8ArrayCtor = Uint8Array;
+export const ArrayBufferIsView = ArrayBuffer.isView;
+export const TypedArrayProto = ObjectGetPrototypeOf(Uint8Array.prototype);
+// Accessors the intrinsic prototypes always have.
+export const TypedArrayByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteLength')).get);
+export const TypedArrayBuffer = /** @type {() => ArrayBuffer} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'buffer')).get);
+export const TypedArrayByteOffset = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteOffset')).get);
+export const ArrayBufferByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')).get);
+export const ArrayBufferSlice = ArrayBuffer.prototype.slice;
+export const MapCtor = Map;
+export const MapGet = Map.prototype.get;
+export const MapSet = Map.prototype.set;
+export const MapDelete = Map.prototype.delete;
+export const MapHas = Map.prototype.has;
+export const MapForEach = Map.prototype.forEach;
+export const WeakMapCtor = WeakMap;
+export const WeakMapGet = WeakMap.prototype.get;
+export const WeakMapSet = WeakMap.prototype.set;
+export const WeakMapHas = WeakMap.prototype.has;
+export const SymbolIterator = Symbol.iterator;
+export const SymbolToStringTag = Symbol.toStringTag;
+export const encodeURIComponentFn = encodeURIComponent;
+export const decodeURIComponentFn = decodeURIComponent;
+
+/** @type {(fn: Function, self: unknown, ...args: unknown[]) => any} */
+export const call = (fn, self, ...args) => ReflectApply(fn, self, args);
+/** @param {unknown} v */
+export const str = (v) => StringCtor(v);
+/** @type {(v: unknown) => v is Uint8Array} */
+export const isBytes = (v) => ArrayBufferIsView(v) && call(ObjectPrototypeToString, v) === '[object Uint8Array]';
+// The byteLength getter throws for anything but a real ArrayBuffer (a toStringTag can be faked).
+/** @type {(v: unknown) => v is ArrayBuffer} */
+export const isArrayBuffer = (v) => {
+  try {
+    call(ArrayBufferByteLength, v);
+    return true;
+  } catch {
+    return false;
+  }
+};
+// An array with no prototype: what the function did to Array.prototype (index setters, its
+// iterator) cannot change what is pushed into it or read out of it.
+export const bareList = () => /** @type {number[]} */ (ObjectSetPrototypeOf([], null));
+/** @param {ArrayBufferView} view */
+export const copyBytes = (view) => {
+  // A fresh Uint8Array with exactly the view's bytes (works for any ArrayBufferView).
+  const buffer = call(TypedArrayBuffer, view);
+  const offset = call(TypedArrayByteOffset, view);
+  return new Uint8ArrayCtor(call(ArrayBufferSlice, buffer, offset, offset + call(TypedArrayByteLength, view)));
+};
+// An own element, whatever setters the function put on Array.prototype's indexes (push would call them).
+/** @param {unknown[]} array @param {unknown} value */
+export const append = (array, value) => ObjectDefineProperty(array, array.length, /** @type {PropertyDescriptor} */ ({ __proto__: null, value, writable: true, enumerable: true, configurable: true }));

@@ -1,0 +1,38 @@
+// @ts-check
+// setTimeout/clearTimeout/queueMicrotask, bounded by the run's deadline: the host never fires one after it.
+import { ReflectApply, NumberIsFinite, PromiseResolve, PromiseThen, TypeErrorCtor, MapCtor, MapSet, MapDelete, MapHas, call } from './intrinsics.js';
+import { start } from './host.js';
+import { defineGlobal } from './globals.js';
+
+let nextTimer = 1;
+const timers = new MapCtor();
+/** @param {unknown} fn @param {any} ms @param {...unknown} args */
+const setTimeoutFn = (fn, ms, ...args) => {
+  if (typeof fn !== 'function') throw new TypeErrorCtor('setTimeout needs a function');
+  const delay = NumberIsFinite(+ms) && +ms > 0 ? +ms : 0;
+  const handle = nextTimer++;
+  call(MapSet, timers, handle, true);
+  call(
+    PromiseThen,
+    start('sleep', delay),
+    () => {
+      if (!call(MapHas, timers, handle)) return;
+      call(MapDelete, timers, handle);
+      ReflectApply(fn, undefined, args);
+    },
+    () => {},
+  );
+  return handle;
+};
+/** @param {unknown} handle */
+const clearTimeoutFn = (handle) => {
+  call(MapDelete, timers, handle);
+};
+
+export function install() {
+  defineGlobal('setTimeout', setTimeoutFn);
+  defineGlobal('clearTimeout', clearTimeoutFn);
+  defineGlobal('queueMicrotask', /** @param {() => unknown} fn */ (fn) => {
+    call(PromiseThen, PromiseResolve(), () => fn());
+  });
+}

@@ -1,0 +1,178 @@
+// The guest runtime (src-main/sandboxHost/guest/) as the one script each fresh isolated-vm context
+// evaluates: an esbuild bundle whose completion value is `callablePrelude`, with nothing left on the
+// context's global object. Built once per guest version and user, then read from a private cache
+// folder; the sandbox host builds or reads it at start, so no call waits for it.
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BuildOptions, BuildResult } from 'esbuild';
+
+const GUEST_DIR = fileURLToPath(new URL('./guest/', import.meta.url));
+const ROOT = path.resolve(GUEST_DIR, '../../..');
+/** The bundle's own name, local to the wrapper function (never a global of the context). */
+const BUNDLE_NAME = '__callableGuest';
+const BUILD_OPTIONS = {
+  entryPoints: [path.join(GUEST_DIR, 'index.js')],
+  absWorkingDir: ROOT,
+  bundle: true,
+  write: false,
+  metafile: true,
+  format: 'iife',
+  globalName: BUNDLE_NAME,
+  platform: 'neutral',
+  // Packages are taken in their browser/ESM builds: the isolate has no Node.
+  mainFields: ['browser', 'module', 'main'],
+  conditions: ['browser'],
+  // V8 of isolated-vm 7 (Node 24) runs ES2024 as written; unminified so guest stack traces read well.
+  target: 'es2024',
+  charset: 'utf8',
+  legalComments: 'none',
+  logLevel: 'silent',
+} satisfies BuildOptions;
+/** The first line of a cached bundle: what else it was built from, each file with its SHA-256. */
+const INPUTS_PREFIX = '// callable guest inputs: ';
+
+const require = createRequire(import.meta.url);
+
+export interface GuestBuild {
+  /** The script: its completion value is callablePrelude(hostSync, hostStart) -> [settle, invoke]. */
+  source: string;
+  /** 'cache': read from the cache folder; 'build': built now (and cached when the folder allows it). */
+  from: 'cache' | 'build';
+}
+
+let memo: string | undefined;
+
+/** The guest script, memoized for this process (built or read from the user's cache on first use). */
+export function guestSource(): string {
+  memo ??= loadGuest(defaultCacheDir()).source;
+  return memo;
+}
+
+/**
+ * The user's guest cache folder: $XDG_CACHE_HOME (absolute) or ~/.cache, then callable-studio/guest.
+ * Per user and private (0700), never a shared temp folder, where another user could plant code.
+ */
+export function defaultCacheDir(): string | undefined {
+  const xdg = process.env.XDG_CACHE_HOME;
+  try {
+    const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.cache');
+    return path.join(base, 'callable-studio', 'guest');
+  } catch {
+    return undefined; // no home folder: build in memory
+  }
+}
+
+/**
+ * The guest script from `cacheDir` when a valid entry is there, else built now and written there
+ * atomically. An entry is named <key>.<sha256 of its content>.js (the key hashes the guest sources,
+ * esbuild's version and the build options) and is used only when its content still has that hash
+ * and every package file it bundled still has the hash its first line records. A folder that is
+ * missing and cannot be made, or is not private to this user, is not used: the build stays in memory.
+ */
+export function loadGuest(cacheDir: string | undefined): GuestBuild {
+  const key = sourceKey();
+  const dir = cacheDir !== undefined && privateDir(cacheDir) ? cacheDir : undefined;
+  if (dir !== undefined) {
+    const cached = readEntry(dir, key);
+    if (cached !== undefined) return { source: cached, from: 'cache' };
+  }
+  const source = build();
+  if (dir !== undefined) writeEntry(dir, key, source);
+  return { source, from: 'build' };
+}
+
+function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** Hash of everything under guest/ (names and contents), esbuild's version and the build options. */
+function sourceKey(): string {
+  const hash = createHash('sha256');
+  const esbuildVersion = (require('esbuild/package.json') as { version: string }).version;
+  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(BUILD_OPTIONS, (k, v: unknown) => (k === 'entryPoints' || k === 'absWorkingDir' ? undefined : v))}\0`);
+  const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((d) => d.isFile())
+    .map((d) => path.join(d.parentPath, d.name))
+    .sort();
+  for (const file of files) hash.update(`${path.relative(GUEST_DIR, file)}\0`).update(fs.readFileSync(file)).update('\0');
+  return hash.digest('hex').slice(0, 32);
+}
+
+function build(): string {
+  const esbuild = require('esbuild') as typeof import('esbuild');
+  const result: BuildResult<typeof BUILD_OPTIONS> = esbuild.buildSync(BUILD_OPTIONS);
+  const bundle = result.outputFiles[0]!.text;
+  // Files bundled from outside guest/ (npm packages): their hashes are checked when the entry is read.
+  const inputs: Record<string, string> = {};
+  for (const input of Object.keys(result.metafile.inputs)) {
+    const file = path.resolve(ROOT, input);
+    if (!file.startsWith(GUEST_DIR)) inputs[file] = sha256(fs.readFileSync(file));
+  }
+  // A function wrapper keeps the bundle's `var` local: the completion value is callablePrelude.
+  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${bundle}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+}
+
+/** Whether `dir` is (or is now made) a folder of this user that no one else may read or write. */
+function privateDir(dir: string): boolean {
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const stat = fs.lstatSync(dir);
+    if (!stat.isDirectory()) return false;
+    // Windows has no mode bits; the folder is in the user's profile, private by its ACL.
+    if (process.platform === 'win32') return true;
+    return stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0;
+  } catch {
+    return false;
+  }
+}
+
+function readEntry(dir: string, key: string): string | undefined {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return undefined;
+  }
+  for (const name of names) {
+    const match = /^([0-9a-f]{32})\.([0-9a-f]{64})\.js$/.exec(name);
+    if (!match || match[1] !== key) continue;
+    try {
+      const content = fs.readFileSync(path.join(dir, name), 'utf8');
+      if (sha256(content) === match[2] && inputsUnchanged(content)) return content;
+    } catch {
+      /* unreadable: rebuilt below */
+    }
+    // Altered or stale: never run it, and replace it with a fresh build.
+    fs.rmSync(path.join(dir, name), { force: true });
+  }
+  return undefined;
+}
+
+function inputsUnchanged(content: string): boolean {
+  const firstLine = content.slice(0, content.indexOf('\n'));
+  if (!firstLine.startsWith(INPUTS_PREFIX)) return false;
+  const inputs = JSON.parse(firstLine.slice(INPUTS_PREFIX.length)) as Record<string, string>;
+  return Object.entries(inputs).every(([file, hash]) => {
+    try {
+      return sha256(fs.readFileSync(file)) === hash;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Writes the entry under a temporary name, then renames it: a reader sees a whole file or none. */
+function writeEntry(dir: string, key: string, source: string): void {
+  const final = path.join(dir, `${key}.${sha256(source)}.js`);
+  const temporary = path.join(dir, `.${key}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    fs.writeFileSync(temporary, source, { mode: 0o600, flag: 'wx' });
+    fs.renameSync(temporary, final);
+  } catch {
+    fs.rmSync(temporary, { force: true });
+  }
+}
