@@ -43,9 +43,17 @@ export const REFUSE_ALL: Readonly<HostBinding> = Object.freeze({
 
 const URL_PARTS = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash']);
 
-/** Host operations that need no run: random bytes and URL parsing. Never throws. */
+/** Host operations that need no run: random bytes, URL parsing and multipart encoding. Never throws. */
 export function pureHostOp(op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown): HostAnswer {
   switch (op) {
+    case 'multipart': {
+      // A FormData body (Request, Response, fetch): encoded as ctx.fetch's multipart is, same boundary for the same parts.
+      const parts = readParts(a);
+      if (typeof parts === 'string') return refusal(`FormData: ${parts}`);
+      const encoded = encodeMultipart(parts);
+      if (encoded.body.byteLength > MAX_REQUEST_BODY_BYTES) return refusal(`FormData: the encoded form is over ${MAX_REQUEST_BODY_BYTES} bytes`);
+      return { ok: true, value: encoded };
+    }
     case 'random': {
       const n = typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= 65536 ? a : -1;
       if (n < 0) return refusal('random: bad length');
@@ -101,7 +109,7 @@ export class EarlyBridge implements HostBinding {
       else this.logs.push([a, b]);
       return { ok: true };
     }
-    if (op === 'random' || op === 'url') return pureHostOp(op, a, b, c, d);
+    if (op === 'random' || op === 'url' || op === 'multipart') return pureHostOp(op, a, b, c, d);
     this.needsRun = true;
     return refusal('not available before the call');
   };
@@ -114,6 +122,8 @@ export class EarlyBridge implements HostBinding {
 
 // ------------------------------------------------------------ a run ----
 
+/** Why a fetch the guest aborted was closed (a reason of our own, like the run's: no DOMException per abort). */
+const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
 /** Errors from a question (ctx.elicit, ctx.sample) that end the whole run. */
@@ -122,6 +132,8 @@ const ASK_ENDING_CODES = new Set<ErrorCode>(['sample_limit']);
 const MAX_ASK_MESSAGE_CHARS = 10_000;
 const MAX_ASK_JSON_CHARS = 256 * 1024;
 const LOG_LEVELS = new Set<LogLevel>(['debug', 'info', 'warn', 'error']);
+/** The largest request body a guest may send: what the engine's channel carries with room to spare (the largest response body allowed). */
+export const MAX_REQUEST_BODY_BYTES = 50 * 1024 * 1024;
 
 /** What a run lends its bridge: its clock, its end, and how it fails. */
 export interface RunControl {
@@ -149,6 +161,8 @@ export class RunBridge implements HostBinding {
   readonly #job: SandboxJob;
   readonly #run: RunControl;
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** The fetches in flight, by operation id: the guest aborts one with `fetchAbort` (its AbortSignal). */
+  readonly #fetching = new Map<number, AbortController>();
   #logBytes = 0;
   #fetches = 0;
   #nextOp = 1;
@@ -178,6 +192,10 @@ export class RunBridge implements HostBinding {
           return this.log(a, b);
         case 'progress':
           return this.#progress(a, b, c);
+        case 'fetchAbort':
+          // Closes the vendor connection of fetch `a` (the guest has already rejected its promise).
+          this.#fetching.get(a as number)?.abort(FETCH_ABORTED);
+          return { ok: true };
         default:
           return pureHostOp(op, a, b, c, d);
       }
@@ -244,9 +262,13 @@ export class RunBridge implements HostBinding {
     }
     const request = readRequest(payload);
     if (typeof request === 'string') return refusal(`ctx.fetch: ${request}`, 'bad_input');
+    const controller = new AbortController();
+    this.#fetching.set(id, controller);
+    const work = this.#job.fetch(request, AbortSignal.any([this.#run.signal, controller.signal]));
+    void work.finally(() => this.#fetching.delete(id)).catch(() => {});
     this.#deliver(
       id,
-      this.#job.fetch(request, this.#run.signal).then((response) => ({ ...response })),
+      work.then((response) => ({ ...response })),
       RUN_ENDING_CODES,
     );
     return { ok: true, value: id };
@@ -323,6 +345,7 @@ function readRequest(payload: unknown): OutgoingRequest | string {
     return 'headers must be name/value pairs';
   }
   if (p.body !== undefined && !(p.body instanceof Uint8Array)) return 'body must be bytes';
+  if (p.body !== undefined && p.body.byteLength > MAX_REQUEST_BODY_BYTES) return `the request body is over ${MAX_REQUEST_BODY_BYTES} bytes`;
   if (p.credential !== undefined && typeof p.credential !== 'string') return 'credential must be a string';
   if (p.redirect !== 'follow' && p.redirect !== 'manual' && p.redirect !== 'error') return 'redirect must be "follow", "manual" or "error"';
   let headers = p.headers as Array<[string, string]>;
@@ -332,6 +355,7 @@ function readRequest(payload: unknown): OutgoingRequest | string {
     if (typeof parts === 'string') return parts;
     if (body !== undefined) return 'give either body or multipart, not both';
     const encoded = encodeMultipart(parts);
+    if (encoded.body.byteLength > MAX_REQUEST_BODY_BYTES) return `the multipart body is over ${MAX_REQUEST_BODY_BYTES} bytes`;
     headers = [...headers, ['content-type', encoded.contentType]];
     body = encoded.body;
   }

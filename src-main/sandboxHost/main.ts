@@ -115,7 +115,9 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
       onLog: (entry) => send({ t: 'log', runId, ...entry }),
       onProgress: (update) => send({ t: 'progress', runId, ...update }),
       // The engine performs the request (policy, credentials, trace) and answers with the response.
-      fetch: (request, signal) => answerOf(state.fetches, signal, (op) => send({ t: 'fetch', runId, op, request })),
+      // A fetch the function aborts (or one still in flight when the run ends) is closed by the engine.
+      fetch: (request, signal) =>
+        answerOf(state.fetches, signal, (op) => send({ t: 'fetch', runId, op, request }), (op) => send({ t: 'fetchAbort', runId, op })),
       // ctx.elicit / ctx.sample: the engine asks (the client, the studio) and answers.
       ask: (request, signal) => answerOf(state.asks, signal, (op) => send({ t: 'ask', runId, op, ...request })),
     });
@@ -129,8 +131,11 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
 
 type Waiter<T> = { resolve: (value: T) => void; reject: (e: Error) => void };
 
-/** Sends a request to the engine under a new op number and waits for its answer (`handle` settles it), or for the run to end. */
-function answerOf<T>(waiting: Map<number, Waiter<T>>, signal: AbortSignal, ask: (op: number) => void): Promise<T> {
+/**
+ * Sends a request to the engine under a new op number and waits for its answer (`handle` settles
+ * it), or for `signal` (the run's end, or the function's abort), which calls `cancel` if still waiting.
+ */
+function answerOf<T>(waiting: Map<number, Waiter<T>>, signal: AbortSignal, ask: (op: number) => void, cancel?: (op: number) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const op = nextOp++;
     const settled = <A>(settle: (a: A) => void) => (a: A): void => {
@@ -139,7 +144,7 @@ function answerOf<T>(waiting: Map<number, Waiter<T>>, signal: AbortSignal, ask: 
     };
     waiting.set(op, { resolve: settled(resolve), reject: settled(reject) });
     signal.addEventListener('abort', () => {
-      waiting.delete(op);
+      if (waiting.delete(op)) cancel?.(op);
       reject(new StudioError('cancelled', 'the run has ended'));
     });
     ask(op);

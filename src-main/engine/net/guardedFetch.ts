@@ -128,7 +128,9 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
         policy.trace(entry);
         throw error;
       }
-      const message = policy.signal.aborted ? 'the run ended before the response arrived' : `request failed: ${(error as Error).message}`;
+      // An abort with a reason of its own (the function aborted this request) says so; any other is the run's end.
+      const reason: unknown = policy.signal.reason;
+      const message = !policy.signal.aborted ? `request failed: ${(error as Error).message}` : reason instanceof StudioError ? reason.message : 'the run ended before the response arrived';
       entry.error = message;
       policy.trace(entry);
       // Socket errors name the address connected to ("connect ECONNREFUSED 10.0.0.5:443"): only the trace keeps it.

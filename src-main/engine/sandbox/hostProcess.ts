@@ -17,6 +17,8 @@ export const WEDGE_GRACE_MS = 1500;
 /** Missing heartbeats for this long: the host's event loop is stuck (generous: a loaded machine delays timers). */
 export const SILENCE_MS = 50 * HEARTBEAT_MS;
 const START_TIMEOUT_MS = 15_000;
+/** Why a fetch the function aborted was closed: its trace entry says so. */
+const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
 
 interface HostRun {
   job: SandboxJob;
@@ -226,6 +228,9 @@ export class HostProcess {
       }
       case 'fetch':
         this.#fetch(message);
+        return;
+      case 'fetchAbort':
+        this.#runs.get(message.runId)?.fetches.get(message.op)?.abort(FETCH_ABORTED);
         return;
       case 'ask':
         this.#ask(message);

@@ -9,7 +9,7 @@ import type { ContentItem, EffectiveLimits, ErrorInfo, IncomingResponse, LogEntr
 export type { IncomingResponse, OutgoingRequest };
 
 /** Bumped on any incompatible change; a host of another version is refused at `ready`. */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** The largest response body (50 MiB) or result (16 MiB) plus room for the envelope. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -173,6 +173,8 @@ export const HostMessageCheck = union({
   log: { runId: Id, level: Level, message: str(MAX_FRAME_BYTES), at: num },
   progress: { runId: Id, progress: num, total: optional(num), message: optional(str(1000)) },
   fetch: { runId: Id, op: num, request: OutgoingRequestCheck },
+  /** The function aborted fetch `op` (its AbortSignal): the engine closes the vendor connection. */
+  fetchAbort: { runId: Id, op: num },
   /** ctx.elicit / ctx.sample: the payload is bounded by the frame and checked again by the engine. */
   ask: { runId: Id, op: num, kind: oneOf('elicit', 'sample'), payload: record },
   done: { runId: Id, outcome: OutcomeCheck },
@@ -188,6 +190,7 @@ export type HostMessage =
   | ({ t: 'log'; runId: string } & LogEntry)
   | { t: 'progress'; runId: string; progress: number; total?: number | undefined; message?: string | undefined }
   | { t: 'fetch'; runId: string; op: number; request: OutgoingRequest }
+  | { t: 'fetchAbort'; runId: string; op: number }
   | ({ t: 'ask'; runId: string; op: number } & AskRequest)
   | { t: 'done'; runId: string; outcome: SandboxOutcome }
   | { t: 'beat'; rssBytes: number; capBytes: number; runs: number }

@@ -39,8 +39,8 @@ export const sync = (op, ...args) => {
 // Async host operations (fetch, timers): the host settles them by id.
 /** @type {Map<number, { resolve: (value: unknown) => void, reject: (reason: unknown) => void }>} */
 const pending = new MapCtor();
-/** @type {(op: string, payload: unknown) => Promise<any>} */
-export const start = (op, payload) =>
+/** `onId` is given the operation's id (fetch passes it to fetchAbort). @type {(op: string, payload: unknown, onId?: (id: number) => void) => Promise<any>} */
+export const start = (op, payload, onId) =>
   new PromiseCtor((resolve, reject) => {
     const answer = ReflectApply(hostStart, undefined, [op, payload]);
     if (!answer || answer.ok !== true) {
@@ -48,6 +48,7 @@ export const start = (op, payload) =>
       return;
     }
     call(MapSet, pending, answer.value, { resolve, reject });
+    if (onId !== undefined) onId(answer.value);
   });
 /** @param {number} id @param {boolean} ok @param {unknown} value */
 export const settle = (id, ok, value) => {
