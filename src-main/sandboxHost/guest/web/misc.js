@@ -1,0 +1,159 @@
+// @ts-check
+// structuredClone, performance, navigator, reportError, setInterval/clearInterval.
+import {
+  ReflectApply,
+  NumberIsFinite,
+  PromiseThen,
+  TypeErrorCtor,
+  MapCtor,
+  MapSet,
+  MapDelete,
+  MapHas,
+  StringIndexOf,
+  StringSlice,
+  call,
+
+} from '../intrinsics.js';
+import { start } from '../host.js';
+import { defineGlobal, defineLazyGlobal } from '../globals.js';
+import { domException } from './domException.js';
+import { events, now, timeOrigin, reportException } from './events.js';
+
+const MAKE = Symbol('make');
+/** @type {{ Performance: Function, performance: object } | undefined} */
+let performanceParts;
+/** @type {(performance: object) => number} */
+let originOf;
+const makePerformance = () => {
+  if (performanceParts === undefined) {
+    // HR-TIME's Performance (an EventTarget): now(), timeOrigin, toJSON().
+    class Performance extends events().EventTarget {
+      #origin = timeOrigin;
+      /** @param {unknown} [token] */
+      constructor(token) {
+        if (token !== MAKE) throw new TypeErrorCtor('Performance: Illegal constructor');
+        super();
+      }
+      get timeOrigin() {
+        return this.#origin;
+      }
+      now() {
+        originOf(this);
+        return now();
+      }
+      toJSON() {
+        return { timeOrigin: this.#origin };
+      }
+      static {
+        originOf = (p) => /** @type {Performance} */ (p).#origin;
+      }
+    }
+    performanceParts = { Performance, performance: new Performance(MAKE) };
+  }
+  return performanceParts;
+};
+
+// ---- navigator ----
+// One product token, as WinterTC recommends for the default User-Agent (workerd says 'Cloudflare-Workers').
+export const USER_AGENT = 'Callable-Studio';
+const makeNavigator = () => {
+  class Navigator {
+    /** @param {unknown} [token] */
+    constructor(token) {
+      if (token !== MAKE) throw new TypeErrorCtor('Navigator: Illegal constructor');
+    }
+    get userAgent() {
+      return USER_AGENT;
+    }
+  }
+  return new Navigator(MAKE);
+};
+
+// ---- setInterval / clearInterval ----
+let nextInterval = 1;
+const intervals = new MapCtor();
+/** @param {unknown} fn @param {any} ms @param {...unknown} args */
+const setIntervalFn = (fn, ms, ...args) => {
+  if (typeof fn !== 'function') throw new TypeErrorCtor('setInterval needs a function');
+  const delay = NumberIsFinite(+ms) && +ms > 0 ? +ms : 0;
+  const handle = nextInterval++;
+  call(MapSet, intervals, handle, true);
+  // Each tick is one host timer: the host never fires one after the run's deadline, so the interval stops there.
+  const tick = () => {
+    call(
+      PromiseThen,
+      start('sleep', delay),
+      () => {
+        if (!call(MapHas, intervals, handle)) return;
+        try {
+          ReflectApply(fn, undefined, args);
+        } catch (error) {
+          reportException(error);
+        }
+        if (call(MapHas, intervals, handle)) tick();
+      },
+      () => {},
+    );
+  };
+  tick();
+  return handle;
+};
+/** @param {unknown} handle */
+const clearIntervalFn = (handle) => {
+  call(MapDelete, intervals, handle);
+};
+
+// ---- structuredClone ----
+/** @type {{ serialize: (value: unknown) => Array<[unknown, any]>, deserialize: (records: unknown) => unknown } | undefined} */
+let cloneLibrary;
+const ERROR_NAMES = ['Error', 'EvalError', 'RangeError', 'ReferenceError', 'SyntaxError', 'TypeError', 'URIError'];
+// What @ungap/structured-clone names by its class (its other records are numbered): rebuilt with `new globalThis[name]`.
+const CLASSES = ['-0', 'ArrayBuffer', 'DataView', 'Boolean', 'Number', 'String', 'BigInt', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float16Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
+const ERROR_RECORD = 7;
+/** @param {string[]} names @param {unknown} name */
+const among = (names, name) => {
+  for (let i = 0; i < names.length; i++) if (names[i] === name) return true;
+  return false;
+};
+/** @param {string} message */
+const dataCloneError = (message) => domException(message, 'DataCloneError');
+
+/** @param {unknown} value @param {unknown} [options] */
+const structuredCloneFn = function structuredClone(value, options) {
+  if (arguments.length === 0) throw new TypeErrorCtor('structuredClone: 1 argument required, but only 0 present');
+  if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeErrorCtor('structuredClone: the options must be an object');
+  // @ts-expect-error -- @ungap/structured-clone ships no types
+  const library = (cloneLibrary ??= require('@ungap/structured-clone'));
+  let records;
+  try {
+    records = library.serialize(value);
+  } catch (error) {
+    const message = error !== null && typeof error === 'object' ? /** @type {{ message?: unknown }} */ (error).message : undefined;
+    // The library's words for a function or a symbol: the DataCloneError the platform throws.
+    if (typeof message === 'string' && call(StringIndexOf, message, 'unable to serialize ') === 0) {
+      throw dataCloneError(`structuredClone: a ${call(StringSlice, message, 20)} could not be cloned.`);
+    }
+    throw error;
+  }
+  for (let i = 0; i < records.length; i++) {
+    const record = /** @type {[unknown, any]} */ (records[i]);
+    const kind = record[0];
+    if (typeof kind === 'string' && !among(CLASSES, kind)) throw dataCloneError(`structuredClone: a ${kind} could not be cloned.`);
+    // Only the standard error classes are rebuilt as themselves (the HTML serialization of errors).
+    if (kind === ERROR_RECORD && !(record[1] && among(ERROR_NAMES, record[1].name))) record[1] = { name: 'Error', message: record[1] && record[1].message };
+  }
+  return library.deserialize(records);
+};
+
+export function install() {
+  defineLazyGlobal('Performance', () => makePerformance().Performance);
+  defineLazyGlobal('performance', () => makePerformance().performance);
+  defineLazyGlobal('navigator', makeNavigator);
+  defineGlobal('reportError', /** @param {unknown} error */ function reportError(error) {
+    if (arguments.length === 0) throw new TypeErrorCtor('reportError: 1 argument required, but only 0 present');
+    reportException(error);
+  });
+  defineGlobal('setInterval', setIntervalFn);
+  defineGlobal('clearInterval', clearIntervalFn);
+  defineGlobal('structuredClone', structuredCloneFn);
+}

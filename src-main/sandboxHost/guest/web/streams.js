@@ -1,0 +1,369 @@
+// @ts-check
+// WHATWG streams (web-streams-polyfill's ponyfill), TextEncoderStream/TextDecoderStream and
+// CompressionStream/DecompressionStream (fflate). All of it is loaded on first use: a call that
+// never touches a stream pays nothing.
+import {
+  ReflectApply,
+  ObjectCreate,
+  ArrayPush,
+  StringFromCharCode,
+  StringCharCodeAt,
+  StringSlice,
+  StringToLowerCase,
+  StringTrim,
+  TypeErrorCtor,
+  RangeErrorCtor,
+  Uint8ArrayCtor,
+  ArrayBufferIsView,
+  call,
+  str,
+  isArrayBuffer,
+  bareList,
+  copyBytes,
+} from '../intrinsics.js';
+import { defineLazyGlobal } from '../globals.js';
+import { utf8Encode } from '../encoding.js';
+
+const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+
+/** The stream classes of the WHATWG Streams standard, as the WinterTC Minimum Common API lists them. */
+const STREAM_CLASSES = /** @type {const} */ ([
+  'ReadableStream',
+  'ReadableStreamDefaultReader',
+  'ReadableStreamBYOBReader',
+  'ReadableStreamBYOBRequest',
+  'ReadableByteStreamController',
+  'ReadableStreamDefaultController',
+  'WritableStream',
+  'WritableStreamDefaultWriter',
+  'WritableStreamDefaultController',
+  'TransformStream',
+  'TransformStreamDefaultController',
+  'ByteLengthQueuingStrategy',
+  'CountQueuingStrategy',
+]);
+const TRANSFORM_CLASSES = /** @type {const} */ (['TextEncoderStream', 'TextDecoderStream', 'CompressionStream', 'DecompressionStream']);
+
+/** @typedef {Record<(typeof STREAM_CLASSES)[number] | (typeof TRANSFORM_CLASSES)[number], any>} StreamClasses */
+
+/** @type {StreamClasses | undefined} */
+let classes;
+
+/**
+ * This context's stream classes, loaded on first call (the same objects as the globals of those
+ * names, unless the function replaced the globals). Blob, Response and fetch build on these.
+ * @returns {StreamClasses}
+ */
+export function streams() {
+  if (classes === undefined) {
+    const polyfill = require('web-streams-polyfill');
+    const all = /** @type {StreamClasses} */ (ObjectCreate(null));
+    for (let i = 0; i < STREAM_CLASSES.length; i++) {
+      const name = /** @type {(typeof STREAM_CLASSES)[number]} */ (STREAM_CLASSES[i]);
+      all[name] = polyfill[name];
+    }
+    classes = all;
+    const transforms = makeTransforms(all.TransformStream);
+    for (let i = 0; i < TRANSFORM_CLASSES.length; i++) {
+      const name = /** @type {(typeof TRANSFORM_CLASSES)[number]} */ (TRANSFORM_CLASSES[i]);
+      all[name] = transforms[name];
+    }
+  }
+  return classes;
+}
+
+/** @param {number} given @param {number} needed @param {string} what */
+const needArgs = (given, needed, what) => {
+  if (given < needed) throw new TypeErrorCtor(`${what}: ${needed} argument${needed > 1 ? 's' : ''} required, but only ${given} present`);
+};
+
+/** A copy of a BufferSource chunk (an ArrayBuffer or a view of one). @param {unknown} chunk @param {string} what */
+const bufferSourceCopy = (chunk, what) => {
+  if (ArrayBufferIsView(chunk)) return copyBytes(chunk);
+  if (isArrayBuffer(chunk)) return copyBytes(new Uint8ArrayCtor(chunk));
+  throw new TypeErrorCtor(`${what}: each chunk must be an ArrayBuffer or an ArrayBufferView`);
+};
+
+// ---------------------------------------------------------------- UTF-8 ----
+
+/**
+ * A streaming UTF-8 decoder per the Encoding standard: a sequence split across chunks decodes as
+ * one; bad bytes are U+FFFD, or a TypeError when `fatal`; a BOM at the very start is dropped unless
+ * `ignoreBOM`.
+ * @param {boolean} fatal @param {boolean} ignoreBOM
+ * @returns {(bytes: Uint8Array, end: boolean) => string}
+ */
+export const utf8StreamDecoder = (fatal, ignoreBOM) => {
+  let needed = 0;
+  let seen = 0;
+  let codePoint = 0;
+  let lower = 0x80;
+  let upper = 0xbf;
+  let bomSeen = ignoreBOM;
+  return (bytes, end) => {
+    let out = '';
+    let units = bareList();
+    /** @param {number} cp */
+    const emit = (cp) => {
+      if (!bomSeen) {
+        bomSeen = true;
+        if (cp === 0xfeff) return;
+      }
+      if (cp > 0xffff) {
+        cp -= 0x10000;
+        call(ArrayPush, units, 0xd800 + (cp >> 10), 0xdc00 + (cp & 1023));
+      } else call(ArrayPush, units, cp);
+      if (units.length > 8192) {
+        out += ReflectApply(StringFromCharCode, undefined, units);
+        units = bareList();
+      }
+    };
+    const bad = () => {
+      needed = seen = codePoint = 0;
+      lower = 0x80;
+      upper = 0xbf;
+      if (fatal) throw new TypeErrorCtor('The encoded data was not valid UTF-8.');
+      emit(0xfffd);
+    };
+    for (let i = 0; i < bytes.length; i++) {
+      const b = /** @type {number} */ (bytes[i]);
+      if (needed === 0) {
+        if (b <= 0x7f) emit(b);
+        else if (b >= 0xc2 && b <= 0xdf) {
+          needed = 1;
+          codePoint = b & 0x1f;
+        } else if (b >= 0xe0 && b <= 0xef) {
+          if (b === 0xe0) lower = 0xa0;
+          if (b === 0xed) upper = 0x9f;
+          needed = 2;
+          codePoint = b & 0xf;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+          if (b === 0xf0) lower = 0x90;
+          if (b === 0xf4) upper = 0x8f;
+          needed = 3;
+          codePoint = b & 0x7;
+        } else bad();
+        continue;
+      }
+      if (b < lower || b > upper) {
+        bad();
+        i--; // the byte starts over, as the first of a sequence
+        continue;
+      }
+      lower = 0x80;
+      upper = 0xbf;
+      codePoint = (codePoint << 6) | (b & 0x3f);
+      if (++seen === needed) {
+        const cp = codePoint;
+        needed = seen = codePoint = 0;
+        emit(cp);
+      }
+    }
+    if (end) {
+      if (needed !== 0) bad();
+      bomSeen = ignoreBOM;
+    }
+    if (units.length > 0) out += ReflectApply(StringFromCharCode, undefined, units);
+    return out;
+  };
+};
+
+const UTF8_LABELS = ['utf-8', 'utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8'];
+
+// ------------------------------------------------------- the transforms ----
+
+const FORMATS = ['gzip', 'deflate', 'deflate-raw'];
+/** Input fed to the inflater at a time: one slice inflates to at most ~16 MB, never one huge buffer. */
+const INFLATE_SLICE = 16 * 1024;
+
+/** @param {string[]} names @param {string} name */
+const among = (names, name) => {
+  for (let i = 0; i < names.length; i++) if (names[i] === name) return true;
+  return false;
+};
+
+/** @param {any} TransformStream */
+const makeTransforms = (TransformStream) => {
+  // Read through the getters as loaded, not through what a function may later put on the prototype.
+  const proto = TransformStream.prototype;
+  const readableOf = /** @type {() => unknown} */ (/** @type {PropertyDescriptor} */ (ObjectGetOwnPropertyDescriptor(proto, 'readable')).get);
+  const writableOf = /** @type {() => unknown} */ (/** @type {PropertyDescriptor} */ (ObjectGetOwnPropertyDescriptor(proto, 'writable')).get);
+
+  class TextEncoderStream {
+    #encoding = 'utf-8';
+    #transform;
+    constructor() {
+      let pending = ''; // a high surrogate that ended the last chunk: its pair may start the next
+      this.#transform = new TransformStream({
+        /** @param {unknown} chunk @param {any} controller */
+        transform(chunk, controller) {
+          let s = pending + str(chunk);
+          pending = '';
+          const lastUnit = call(StringCharCodeAt, s, s.length - 1);
+          if (lastUnit >= 0xd800 && lastUnit <= 0xdbff) {
+            pending = call(StringSlice, s, s.length - 1);
+            s = call(StringSlice, s, 0, s.length - 1);
+          }
+          if (s.length > 0) controller.enqueue(utf8Encode(s));
+        },
+        /** @param {any} controller */
+        flush(controller) {
+          if (pending !== '') controller.enqueue(new Uint8ArrayCtor([0xef, 0xbf, 0xbd]));
+        },
+      });
+    }
+    get encoding() {
+      return this.#encoding;
+    }
+    get readable() {
+      return call(readableOf, this.#transform);
+    }
+    get writable() {
+      return call(writableOf, this.#transform);
+    }
+  }
+
+  class TextDecoderStream {
+    #encoding = 'utf-8';
+    #transform;
+    #fatal;
+    #ignoreBOM;
+    /** @param {unknown} [label] @param {any} [options] */
+    constructor(label = 'utf-8', options = undefined) {
+      const l = call(StringToLowerCase, call(StringTrim, str(label)));
+      if (!among(UTF8_LABELS, l)) throw new RangeErrorCtor(`TextDecoderStream: only utf-8 is supported, not "${str(label)}"`);
+      if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeErrorCtor('TextDecoderStream: the options must be an object');
+      this.#fatal = !!(options && options.fatal);
+      this.#ignoreBOM = !!(options && options.ignoreBOM);
+      const decode = utf8StreamDecoder(this.#fatal, this.#ignoreBOM);
+      this.#transform = new TransformStream({
+        /** @param {unknown} chunk @param {any} controller */
+        transform(chunk, controller) {
+          const text = decode(bufferSourceCopy(chunk, 'TextDecoderStream'), false);
+          if (text !== '') controller.enqueue(text);
+        },
+        /** @param {any} controller */
+        flush(controller) {
+          const text = decode(new Uint8ArrayCtor(0), true);
+          if (text !== '') controller.enqueue(text);
+        },
+      });
+    }
+    get encoding() {
+      return this.#encoding;
+    }
+    get fatal() {
+      return this.#fatal;
+    }
+    get ignoreBOM() {
+      return this.#ignoreBOM;
+    }
+    get readable() {
+      return call(readableOf, this.#transform);
+    }
+    get writable() {
+      return call(writableOf, this.#transform);
+    }
+  }
+
+  /** @param {unknown} format @param {string} what */
+  const formatOf = (format, what) => {
+    const f = str(format);
+    if (!among(FORMATS, f)) throw new TypeErrorCtor(`${what}: the format must be "gzip", "deflate" or "deflate-raw", not "${f}"`);
+    return f;
+  };
+
+  class CompressionStream {
+    #transform;
+    /** @param {unknown} format */
+    constructor(format) {
+      needArgs(arguments.length, 1, 'CompressionStream');
+      const f = formatOf(format, 'CompressionStream');
+      const fflate = require('fflate');
+      /** @type {any} */
+      let controller;
+      /** @param {Uint8Array} data */
+      const ondata = (data) => {
+        if (data.length > 0) controller.enqueue(data);
+      };
+      const engine = f === 'gzip' ? new fflate.Gzip(ondata) : f === 'deflate' ? new fflate.Zlib(ondata) : new fflate.Deflate(ondata);
+      this.#transform = new TransformStream({
+        /** @param {unknown} chunk @param {any} c */
+        transform(chunk, c) {
+          controller = c;
+          engine.push(bufferSourceCopy(chunk, 'CompressionStream'), false);
+        },
+        /** @param {any} c */
+        flush(c) {
+          controller = c;
+          engine.push(new Uint8ArrayCtor(0), true);
+        },
+      });
+    }
+    get readable() {
+      return call(readableOf, this.#transform);
+    }
+    get writable() {
+      return call(writableOf, this.#transform);
+    }
+  }
+
+  class DecompressionStream {
+    #transform;
+    /** @param {unknown} format */
+    constructor(format) {
+      needArgs(arguments.length, 1, 'DecompressionStream');
+      const f = formatOf(format, 'DecompressionStream');
+      const fflate = require('fflate');
+      /** @type {any} */
+      let controller;
+      /** @param {Uint8Array} data */
+      const ondata = (data) => {
+        if (data.length > 0) controller.enqueue(data);
+      };
+      const engine = f === 'gzip' ? new fflate.Gunzip(ondata) : f === 'deflate' ? new fflate.Unzlib(ondata) : new fflate.Inflate(ondata);
+      /** @param {Uint8Array} bytes @param {boolean} final */
+      const push = (bytes, final) => {
+        try {
+          engine.push(bytes, final);
+        } catch (error) {
+          // An allocation the isolate's memory limit refused: the run is out of memory, not the data bad.
+          if (error !== null && typeof error === 'object' && /** @type {Error} */ (error).name === 'RangeError') {
+            throw new RangeErrorCtor("DecompressionStream: out of memory: the decompressed data does not fit in the function's memory limit (memoryMb)");
+          }
+          const message = error !== null && typeof error === 'object' ? str(/** @type {Error} */ (error).message) : str(error);
+          throw new TypeErrorCtor(`DecompressionStream: the ${f} data is not valid: ${message}`);
+        }
+      };
+      this.#transform = new TransformStream({
+        /** @param {unknown} chunk @param {any} c */
+        transform(chunk, c) {
+          controller = c;
+          const bytes = bufferSourceCopy(chunk, 'DecompressionStream');
+          for (let at = 0; at < bytes.length; at += INFLATE_SLICE) push(bytes.subarray(at, at + INFLATE_SLICE), false);
+        },
+        /** @param {any} c */
+        flush(c) {
+          controller = c;
+          push(new Uint8ArrayCtor(0), true);
+        },
+      });
+    }
+    get readable() {
+      return call(readableOf, this.#transform);
+    }
+    get writable() {
+      return call(writableOf, this.#transform);
+    }
+  }
+
+  return { TextEncoderStream, TextDecoderStream, CompressionStream, DecompressionStream };
+};
+
+export function install() {
+  const names = [...STREAM_CLASSES, ...TRANSFORM_CLASSES];
+  for (let i = 0; i < names.length; i++) {
+    const name = /** @type {(typeof names)[number]} */ (names[i]);
+    defineLazyGlobal(name, () => streams()[name]);
+  }
+}
