@@ -7,7 +7,18 @@ export const TEST_FILES = ['test/**/*.test.ts', 'test/**/*.spec.ts'];
  * Pure modules only: no keychain, no spawned process, no sandbox host, no server, no database
  * file. They share worker threads and skip the keychain setup, so they run in seconds.
  */
-export const UNIT_FILES = ['test/docs.test.ts', 'test/layers.test.ts', 'test/tiers.test.ts', 'test/cli/commandHelp.test.ts', 'test/engine/sandboxProtocol.test.ts'];
+export const UNIT_FILES = [
+  'test/docs.test.ts',
+  'test/layers.test.ts',
+  'test/tiers.test.ts',
+  'test/app/engineChannel.test.ts',
+  'test/app/windowDecisions.test.ts',
+  'test/cli/commandHelp.test.ts',
+  'test/engine/elicitationSchema.test.ts',
+  'test/engine/redact.test.ts',
+  'test/engine/sandboxProtocol.test.ts',
+  'test/mcp/allowedOrigins.test.ts',
+];
 
 /** The built renderer in Chromium (needs `electron-vite build` first). */
 export const E2E_FILES = ['test/e2e/**/*.test.ts', 'test/e2e/**/*.spec.ts'];

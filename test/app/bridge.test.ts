@@ -2,7 +2,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isTrustedSender } from '../../src-main/app/senders.ts';
 import { createStudioApi } from '../../src-main/engineProcess/studioApi.ts';
 import { buildStudio } from '../../src-preload/bridge.ts';
 import { contract, METHOD_NAMES, type Envelope } from '../../src-preload/contract.ts';
@@ -94,26 +93,5 @@ describe('the bridge contract', () => {
     expect(Object.getPrototypeOf(error)).toBe(Object.prototype);
     expect(calls).toEqual(['functions:get']);
     expect(Object.keys(contract).length).toBe(METHOD_NAMES.length);
-  });
-});
-
-describe('the IPC sender check', () => {
-  const ours = { rendererUrl: 'file:///app/out/renderer/index.html', windowId: 1 };
-  it('accepts our main frame only', () => {
-    expect(isTrustedSender({ frameUrl: 'file:///app/out/renderer/index.html', isMainFrame: true, windowId: 1 }, ours)).toBe(true);
-  });
-  it.each([
-    ['a foreign page', { frameUrl: 'https://evil.example.com/', isMainFrame: true, windowId: 1 }],
-    ['another local file', { frameUrl: 'file:///tmp/evil.html', isMainFrame: true, windowId: 1 }],
-    ['an iframe', { frameUrl: 'file:///app/out/renderer/index.html', isMainFrame: false, windowId: 1 }],
-    ['another window', { frameUrl: 'file:///app/out/renderer/index.html', isMainFrame: true, windowId: 2 }],
-    ['a frame without a URL', { frameUrl: undefined, isMainFrame: true, windowId: 1 }],
-  ])('refuses %s', (_label, sender) => {
-    expect(isTrustedSender(sender, ours)).toBe(false);
-  });
-  it('compares origins for the dev server', () => {
-    const dev = { rendererUrl: 'http://localhost:5173/', windowId: 3 };
-    expect(isTrustedSender({ frameUrl: 'http://localhost:5173/index.html', isMainFrame: true, windowId: 3 }, dev)).toBe(true);
-    expect(isTrustedSender({ frameUrl: 'http://localhost:5174/', isMainFrame: true, windowId: 3 }, dev)).toBe(false);
   });
 });

@@ -5,7 +5,6 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineProcess, withCompileCache } from '../../src-main/app/engineProcess.ts';
 import { resolveNodeRuntime } from '../../src-main/app/nodeRuntime.ts';
-import { decodeMessage, encodeMessage, EngineToMainSchema, MAX_MESSAGE_CHARS, MainToEngineSchema } from '../../src-main/engineProcess/protocol.ts';
 import type { EngineStatus } from '../../src-preload/contract.ts';
 import { REPO } from '../support/callable.ts';
 import { alive } from '../support/wait.ts';
@@ -178,24 +177,5 @@ describe('which Node runs the engine', () => {
     const bundled = fakeNode('v24.3.0', 'node/bin');
     const resourcesPath = dirname(dirname(dirname(bundled)));
     expect(resolveNodeRuntime({ env: { PATH: dirname(process.execPath) }, resourcesPath, platform: 'linux' })).toEqual({ ok: true, path: bundled, version: '24.3.0' });
-  });
-});
-
-describe('the engine channel protocol', () => {
-  it('refuses what is not JSON text, too large, or not a message of the protocol', () => {
-    expect(decodeMessage(MainToEngineSchema, { type: 'invoke' })).toMatchObject({ ok: false, reason: 'expected JSON text, got object' });
-    expect(decodeMessage(MainToEngineSchema, 'x'.repeat(MAX_MESSAGE_CHARS + 1))).toMatchObject({ ok: false, reason: expect.stringContaining('over the 64.0 MiB bound') });
-    expect(decodeMessage(MainToEngineSchema, '{"type":')).toMatchObject({ ok: false, reason: 'a message is not valid JSON' });
-    expect(decodeMessage(MainToEngineSchema, '{"type":"eval","code":"process.exit()"}')).toMatchObject({ ok: false });
-    expect(decodeMessage(MainToEngineSchema, '{"type":"invoke","id":7,"channel":"functions:list","payload":{},"extra":1}')).toMatchObject({ ok: false, id: 7 });
-    expect(decodeMessage(EngineToMainSchema, '{"type":"reply","id":3,"envelope":{"ok":false,"error":{"code":"made_up","message":"x"}}}')).toMatchObject({ ok: false, id: 3 });
-    expect(decodeMessage(EngineToMainSchema, '{"type":"event","name":"engine:status","payload":{}}')).toMatchObject({ ok: false });
-    expect(decodeMessage(EngineToMainSchema, '{"type":"reply","id":3,"envelope":{"ok":true}}')).toMatchObject({ ok: false, id: 3 });
-    expect(decodeMessage(EngineToMainSchema, '{"type":"reply","id":3,"envelope":{"ok":true,"value":null}}')).toEqual({ ok: true, message: { type: 'reply', id: 3, envelope: { ok: true, value: null } } });
-  });
-
-  it('refuses to send what JSON cannot carry or what is over the bound', () => {
-    expect(encodeMessage({ type: 'invoke', id: 1, channel: 'runs:start', payload: { n: 1n } })).toMatchObject({ ok: false, message: expect.stringContaining('cannot be sent as JSON') });
-    expect(encodeMessage({ type: 'invoke', id: 1, channel: 'functions:save', payload: 'x'.repeat(MAX_MESSAGE_CHARS) })).toMatchObject({ ok: false, message: expect.stringContaining('more than the 64.0 MiB') });
   });
 });

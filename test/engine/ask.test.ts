@@ -6,8 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ElicitAnswer, ElicitRequest, SampleAnswer, SampleRequest } from '../../src-main/engine/index.ts';
 import { SchemaValidator } from '../../src-main/engine/functions/schemas.ts';
-import { asker, elicitationSchemaProblem } from '../../src-main/engine/sandbox/asks.ts';
-import { EngineMessageCheck, HostMessageCheck } from '../../src-main/engine/sandbox/protocol.ts';
+import { asker } from '../../src-main/engine/sandbox/asks.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 
 const engine = testEngine();
@@ -119,37 +118,6 @@ describe('ctx.elicit', () => {
   });
 });
 
-describe('the elicitation form schema', () => {
-  it('accepts every shape of the 2025-11-25 revision (SEP-1034 defaults, SEP-1330 enums)', () => {
-    expect(
-      elicitationSchemaProblem({
-        type: 'object',
-        properties: {
-          name: { type: 'string', default: 'John Doe', minLength: 1, maxLength: 50 },
-          email: { type: 'string', format: 'email' },
-          age: { type: 'integer', minimum: 0, maximum: 150, default: 30 },
-          score: { type: 'number', default: 95.5 },
-          verified: { type: 'boolean', default: true },
-          status: { type: 'string', enum: ['active', 'inactive'], default: 'active' },
-          titled: { type: 'string', oneOf: [{ const: 'a', title: 'A' }] },
-          legacy: { type: 'string', enum: ['x', 'y'], enumNames: ['X', 'Y'] },
-          multi: { type: 'array', items: { type: 'string', enum: ['a', 'b'] }, minItems: 1, default: ['a'] },
-          titledMulti: { type: 'array', items: { anyOf: [{ const: 'a', title: 'A' }] } },
-        },
-        required: ['name'],
-      }),
-    ).toBeUndefined();
-  });
-
-  it('refuses what the revision does not allow, naming the property', () => {
-    expect(elicitationSchemaProblem({ type: 'object', properties: { a: { type: 'string', format: 'hostname' } } })).toBe('properties.a: format must be one of email, uri, date, date-time');
-    expect(elicitationSchemaProblem({ type: 'object', properties: { a: { type: 'array', items: { type: 'number' } } } })).toMatch(/^properties\.a: items must be/);
-    expect(elicitationSchemaProblem({ type: 'object', properties: { a: { type: 'string', pattern: '.*' } } })).toBe('properties.a: "pattern" is not allowed on a string property');
-    expect(elicitationSchemaProblem({ type: 'object', properties: {}, required: ['b'] })).toBe('"required" names "b", which is not in properties');
-    expect(elicitationSchemaProblem({ type: 'object', properties: {}, $defs: {} })).toBe('"$defs" is not allowed at the top (only type, properties, required, title, description)');
-  });
-});
-
 describe('ctx.sample', () => {
   const SAMPLE_TWICE = `export default async ({ n = 1 }, ctx) => {
     const out = [];
@@ -249,17 +217,6 @@ describe('the sampling setting', () => {
     expect(JSON.parse(readFileSync(join(exportDir, 'sampler', 'function.json'), 'utf8'))).toMatchObject({ sampling: { maxCalls: 2 } });
     const [imported] = await importer.importFunctions(exportDir);
     expect(imported?.sampling).toEqual({ maxCalls: 2 });
-  });
-});
-
-describe('questions on the sandbox channel', () => {
-  it('a host may only ask elicit or sample with an object payload; only the engine answers', () => {
-    expect(HostMessageCheck({ t: 'ask', runId: 'r', op: 1, kind: 'elicit', payload: { message: 'm', requestedSchema: {} } })).toBeUndefined();
-    expect(HostMessageCheck({ t: 'ask', runId: 'r', op: 1, kind: 'keychain', payload: {} })).toBe('kind: expected one of elicit, sample');
-    expect(HostMessageCheck({ t: 'ask', runId: 'r', op: 1, kind: 'sample', payload: 'x' })).toBe('payload: expected an object');
-    expect(HostMessageCheck({ t: 'answer', runId: 'r', op: 1, ok: true, value: 1 })).toBe('unknown message type "answer"');
-    expect(EngineMessageCheck({ t: 'answer', runId: 'r', op: 1, ok: false, value: null, error: { code: 'bad_input', message: 'no' } })).toBeUndefined();
-    expect(EngineMessageCheck({ t: 'answer', runId: 'r', op: 1, ok: 'yes', value: null })).toBe('ok: expected a boolean');
   });
 });
 

@@ -1,6 +1,6 @@
 import { serialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { encodeFrame, FrameReader, HostMessageCheck, MAX_FRAME_BYTES, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
+import { encodeFrame, EngineMessageCheck, FrameReader, HostMessageCheck, MAX_FRAME_BYTES, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
 
 // What the engine accepts from a sandbox host: a host is treated as possibly compromised, so every
 // frame is bounded before it is read and every message is checked before it is acted on.
@@ -64,5 +64,16 @@ describe('the sandbox channel', () => {
     const junk = Buffer.from([0, 0, 0, 4, 0xff, 0x13, 0x37, 0x00]);
     r.push(junk);
     expect(violations.length).toBe(1);
+  });
+});
+
+describe('questions on the sandbox channel', () => {
+  it('a host may only ask elicit or sample with an object payload; only the engine answers', () => {
+    expect(HostMessageCheck({ t: 'ask', runId: 'r', op: 1, kind: 'elicit', payload: { message: 'm', requestedSchema: {} } })).toBeUndefined();
+    expect(HostMessageCheck({ t: 'ask', runId: 'r', op: 1, kind: 'keychain', payload: {} })).toBe('kind: expected one of elicit, sample');
+    expect(HostMessageCheck({ t: 'ask', runId: 'r', op: 1, kind: 'sample', payload: 'x' })).toBe('payload: expected an object');
+    expect(HostMessageCheck({ t: 'answer', runId: 'r', op: 1, ok: true, value: 1 })).toBe('unknown message type "answer"');
+    expect(EngineMessageCheck({ t: 'answer', runId: 'r', op: 1, ok: false, value: null, error: { code: 'bad_input', message: 'no' } })).toBeUndefined();
+    expect(EngineMessageCheck({ t: 'answer', runId: 'r', op: 1, ok: 'yes', value: null })).toBe('ok: expected a boolean');
   });
 });
