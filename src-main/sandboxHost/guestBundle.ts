@@ -14,7 +14,7 @@ const GUEST_DIR = fileURLToPath(new URL('./guest/', import.meta.url));
 const ROOT = path.resolve(GUEST_DIR, '../../..');
 /** The bundle's own name, local to the wrapper function (never a global of the context). */
 const BUNDLE_NAME = '__callableGuest';
-const BUILD_OPTIONS = {
+export const GUEST_BUILD_OPTIONS = {
   entryPoints: [path.join(GUEST_DIR, 'index.js')],
   absWorkingDir: ROOT,
   bundle: true,
@@ -80,7 +80,7 @@ export function loadGuest(cacheDir: string | undefined): GuestBuild {
     const cached = readEntry(dir, key);
     if (cached !== undefined) return { source: cached, from: 'cache' };
   }
-  const source = build();
+  const source = buildGuest();
   if (dir !== undefined) writeEntry(dir, key, source);
   return { source, from: 'build' };
 }
@@ -93,7 +93,7 @@ function sha256(data: string | Buffer): string {
 function sourceKey(): string {
   const hash = createHash('sha256');
   const esbuildVersion = (require('esbuild/package.json') as { version: string }).version;
-  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(BUILD_OPTIONS, (k, v: unknown) => (k === 'entryPoints' || k === 'absWorkingDir' ? undefined : v))}\0`);
+  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS, (k, v: unknown) => (k === 'entryPoints' || k === 'absWorkingDir' ? undefined : v))}\0`);
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
     .map((d) => path.join(d.parentPath, d.name))
@@ -102,18 +102,24 @@ function sourceKey(): string {
   return hash.digest('hex').slice(0, 32);
 }
 
-function build(): string {
+/** Bundles the guest runtime into the script the isolate evaluates (esbuild's service; about 100 ms). */
+export function buildGuest(): string {
   const esbuild = require('esbuild') as typeof import('esbuild');
-  const result: BuildResult<typeof BUILD_OPTIONS> = esbuild.buildSync(BUILD_OPTIONS);
-  const bundle = result.outputFiles[0]!.text;
-  // Files bundled from outside guest/ (npm packages): their hashes are checked when the entry is read.
+  return guestScript(esbuild.buildSync(GUEST_BUILD_OPTIONS));
+}
+
+/**
+ * The script of an esbuild result built with GUEST_BUILD_OPTIONS: its first line records the npm
+ * files it bundled with their hashes (checked when a cache entry is read); a function wrapper keeps
+ * the bundle's `var` local, so the completion value is callablePrelude and no global is left.
+ */
+export function guestScript(result: BuildResult<{ metafile: true; write: false }>): string {
   const inputs: Record<string, string> = {};
   for (const input of Object.keys(result.metafile.inputs)) {
     const file = path.resolve(ROOT, input);
-    if (!file.startsWith(GUEST_DIR)) inputs[file] = sha256(fs.readFileSync(file));
+    if (input !== '<stdin>' && !file.startsWith(GUEST_DIR)) inputs[file] = sha256(fs.readFileSync(file));
   }
-  // A function wrapper keeps the bundle's `var` local: the completion value is callablePrelude.
-  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${bundle}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${result.outputFiles[0]!.text}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
 }
 
 /** Whether `dir` is (or is now made) a folder of this user that no one else may read or write. */
@@ -131,25 +137,34 @@ function privateDir(dir: string): boolean {
 }
 
 function readEntry(dir: string, key: string): string | undefined {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return undefined;
-  }
-  for (const name of names) {
-    const match = /^([0-9a-f]{32})\.([0-9a-f]{64})\.js$/.exec(name);
-    if (!match || match[1] !== key) continue;
+  for (const { name, hash } of entries(dir).filter((e) => e.key === key)) {
+    const file = path.join(dir, name);
     try {
-      const content = fs.readFileSync(path.join(dir, name), 'utf8');
-      if (sha256(content) === match[2] && inputsUnchanged(content)) return content;
+      const content = fs.readFileSync(file, 'utf8');
+      if (sha256(content) === hash && inputsUnchanged(content)) {
+        // Its modification time says when it was last used (see prune).
+        fs.utimesSync(file, new Date(), new Date());
+        return content;
+      }
+      // Altered or stale: never run it, and replace it with a fresh build.
+      fs.rmSync(file, { force: true });
     } catch {
-      /* unreadable: rebuilt below */
+      /* unreadable or not removable: rebuilt, and the new entry replaces it */
     }
-    // Altered or stale: never run it, and replace it with a fresh build.
-    fs.rmSync(path.join(dir, name), { force: true });
   }
   return undefined;
+}
+
+/** The cache entries in `dir`: <key>.<sha256 of the content>.js. */
+function entries(dir: string): Array<{ name: string; key: string; hash: string }> {
+  try {
+    return fs.readdirSync(dir).flatMap((name) => {
+      const match = /^([0-9a-f]{32})\.([0-9a-f]{64})\.js$/.exec(name);
+      return match ? [{ name, key: match[1]!, hash: match[2]! }] : [];
+    });
+  } catch {
+    return [];
+  }
 }
 
 function inputsUnchanged(content: string): boolean {
@@ -172,7 +187,20 @@ function writeEntry(dir: string, key: string, source: string): void {
   try {
     fs.writeFileSync(temporary, source, { mode: 0o600, flag: 'wx' });
     fs.renameSync(temporary, final);
+    prune(dir, key);
   } catch {
     fs.rmSync(temporary, { force: true });
   }
+}
+
+/** Other versions kept beside the current one (another installed copy of the app may use them). */
+const OTHER_VERSIONS_KEPT = 3;
+
+/** Removes all but the most recently used entries of other guest versions. */
+function prune(dir: string, key: string): void {
+  const others = entries(dir)
+    .filter((e) => e.key !== key)
+    .map((e) => ({ file: path.join(dir, e.name), used: fs.statSync(path.join(dir, e.name), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
+    .sort((x, y) => y.used - x.used);
+  for (const { file } of others.slice(OTHER_VERSIONS_KEPT)) fs.rmSync(file, { force: true });
 }

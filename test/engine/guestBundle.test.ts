@@ -1,0 +1,191 @@
+import ivm from 'isolated-vm';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { build, type Plugin } from 'esbuild';
+import { buildGuest, GUEST_BUILD_OPTIONS, guestScript, loadGuest } from '../../src-main/sandboxHost/guestBundle.ts';
+import { defineFunction, testEngine } from '../support/engine.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const GUEST_DIR = fileURLToPath(new URL('../../src-main/sandboxHost/guest/', import.meta.url));
+const ENTRY = /^[0-9a-f]{32}\.([0-9a-f]{64})\.js$/;
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+const entries = (dir: string): string[] => readdirSync(dir).filter((name) => ENTRY.test(name));
+
+const engine = testEngine();
+const isolates: ivm.Isolate[] = [];
+afterEach(() => {
+  for (const isolate of isolates.splice(0)) isolate.dispose();
+});
+
+/** Evaluates a guest script in a fresh context of a real isolate, as the sandbox host does. */
+function evaluate(source: string): { context: ivm.Context; prelude: ivm.Reference<(...a: unknown[]) => unknown>; globals: (expression: string) => unknown } {
+  const isolate = new ivm.Isolate({ memoryLimit: 64 });
+  isolates.push(isolate);
+  const context = isolate.createContextSync();
+  const prelude = isolate.compileScriptSync(source, { filename: 'callable:prelude' }).runSync(context, { reference: true }) as ivm.Reference<(...a: unknown[]) => unknown>;
+  return { context, prelude, globals: (expression) => context.evalSync(expression, { copy: true }) };
+}
+
+/** Installs the guest runtime in the context (host callbacks that answer nothing). */
+function install(prelude: ivm.Reference<(...a: unknown[]) => unknown>): void {
+  prelude.applySync(undefined, [new ivm.Callback(() => undefined), new ivm.Callback(() => undefined)], { result: { reference: true } });
+}
+
+/** The guest bundle (or another entry given as stdin) with every npm file counting its top-level runs in globalThis.__loads[file]. */
+async function countingBuild(stdin?: { contents: string; resolveDir: string; sourcefile: string }): Promise<{ source: string; npmFiles: string[] }> {
+  const countLoads: Plugin = {
+    name: 'count-loads',
+    setup(b) {
+      b.onLoad({ filter: /[\\/]node_modules[\\/]/ }, (args) => ({
+        contents: `(globalThis.__loads ??= {})[${JSON.stringify(args.path)}] = (globalThis.__loads[${JSON.stringify(args.path)}] ?? 0) + 1;\n${readFileSync(args.path, 'utf8')}`,
+        loader: 'js',
+      }));
+    },
+  };
+  const result = await build({ ...GUEST_BUILD_OPTIONS, ...(stdin ? { entryPoints: [], stdin } : {}), plugins: [countLoads] });
+  return { source: guestScript(result), npmFiles: Object.keys(result.metafile.inputs).filter((f) => f.includes('node_modules')) };
+}
+
+describe('the guest bundle', () => {
+  it('is built once, then read from a private per-user cache folder', () => {
+    const dir = join(tempDir(), 'cache', 'callable-studio', 'guest');
+    const first = loadGuest(dir);
+    expect(first.from).toBe('build');
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    const [name] = entries(dir);
+    expect(entries(dir)).toHaveLength(1);
+    expect(statSync(join(dir, name!)).mode & 0o077).toBe(0);
+    const second = loadGuest(dir);
+    expect(second).toEqual({ from: 'cache', source: first.source });
+  });
+
+  it('never runs a cache entry whose content no longer matches its name: it is rebuilt', () => {
+    const dir = join(tempDir(), 'guest');
+    const built = loadGuest(dir).source;
+    const [name] = entries(dir);
+    const planted = built.replace('return __callableGuest.callablePrelude;', 'globalThis.planted = true; return __callableGuest.callablePrelude;');
+    expect(planted).not.toBe(built);
+    writeFileSync(join(dir, name!), planted);
+
+    const again = loadGuest(dir);
+    expect(again.from).toBe('build');
+    expect(again.source).toBe(built);
+    expect(readFileSync(join(dir, name!), 'utf8')).toBe(built);
+    const { prelude, globals } = evaluate(again.source);
+    install(prelude);
+    expect(globals('typeof globalThis.planted')).toBe('undefined');
+  });
+
+  it('rebuilds when a package file it bundled has changed since the entry was written', () => {
+    const dir = join(tempDir(), 'guest');
+    const { source } = loadGuest(dir);
+    const [name] = entries(dir);
+    // An entry that bundled `lib` (standing in for a file under node_modules), with lib's hash then.
+    const lib = join(tempDir(), 'lib.js');
+    writeFileSync(lib, 'export const version = 1;');
+    const firstLine = source.slice(0, source.indexOf('\n'));
+    const recorded = firstLine.replace(/\{.*\}$/, JSON.stringify({ [lib]: sha256('export const version = 1;') }));
+    const entry = recorded + source.slice(source.indexOf('\n'));
+    renameSync(join(dir, name!), join(dir, name!.replace(ENTRY, (whole, hash: string) => whole.replace(hash, sha256(entry)))));
+    writeFileSync(join(dir, entries(dir)[0]!), entry);
+    expect(loadGuest(dir)).toEqual({ from: 'cache', source: entry });
+
+    writeFileSync(lib, 'export const version = 2;');
+    expect(loadGuest(dir)).toEqual({ from: 'build', source });
+    expect(entries(dir)).toEqual([name]);
+  });
+
+  it('keeps the three most recently used entries of other guest versions and drops the rest', () => {
+    const dir = join(tempDir(), 'guest');
+    mkdirSync(dir, { mode: 0o700 });
+    const others = [1, 2, 3, 4, 5].map((i) => {
+      const name = `${String(i).repeat(32)}.${sha256(String(i))}.js`;
+      writeFileSync(join(dir, name), String(i));
+      utimesSync(join(dir, name), i * 1000, i * 1000); // used at time i
+      return name;
+    });
+    const { from } = loadGuest(dir);
+    expect(from).toBe('build');
+    expect(entries(dir).sort()).toEqual([...others.slice(2), ...entries(dir).filter((n) => !others.includes(n))].sort());
+    expect(entries(dir)).toHaveLength(4);
+  });
+
+  it.skipIf(process.platform === 'win32')('does not use a cache folder other users can read or write (POSIX modes)', () => {
+    const good = join(tempDir(), 'good');
+    const built = loadGuest(good).source;
+    const [name] = entries(good);
+    const open = join(tempDir(), 'open');
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const planted = built.replace('return __callableGuest.callablePrelude;', 'globalThis.planted = true; return __callableGuest.callablePrelude;');
+    writeFileSync(join(open, name!.replace(ENTRY, (whole, hash: string) => whole.replace(hash, sha256(planted)))), planted);
+
+    expect(loadGuest(open)).toEqual({ from: 'build', source: built });
+    expect(entries(open)).toHaveLength(1); // only the planted file: nothing read, nothing written
+  });
+
+  it('builds in memory when the cache folder cannot be made', () => {
+    const file = join(tempDir(), 'a-file');
+    writeFileSync(file, '');
+    const result = loadGuest(join(file, 'guest'));
+    expect(result.from).toBe('build');
+    const { prelude } = evaluate(result.source);
+    expect(prelude.typeof).toBe('function');
+  });
+
+  it('adds no global of its own to a context: only what the runtime installs, never enumerable', () => {
+    const source = buildGuest();
+    const isolate = new ivm.Isolate({ memoryLimit: 64 });
+    isolates.push(isolate);
+    const bare = isolate.createContextSync().evalSync('Object.getOwnPropertyNames(globalThis).join()');
+    const { prelude, globals } = evaluate(source);
+    expect(globals('Object.getOwnPropertyNames(globalThis).join()')).toBe(bare);
+    install(prelude);
+    expect(globals('Object.keys(globalThis)')).toEqual([]);
+    expect(globals("Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith('__'))")).toEqual([]);
+  });
+
+  it('gives a function a global object with nothing enumerable and no trace of the bundle', async () => {
+    await defineFunction(engine, { name: 'globals' }, `export default () => ({ keys: Object.keys(globalThis), hidden: Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith('__')) })`);
+    expect(await engine.run('globals', {}, { caller: 'test' })).toMatchObject({ ok: true, value: { keys: [], hidden: [] } });
+  });
+
+  it('runs a package a guest module requires inside a lazy global only on first use', async () => {
+    // The pattern of globals.js's defineLazyGlobal, with the packages the web platform bundles.
+    const { source, npmFiles: files } = await countingBuild({
+        resolveDir: GUEST_DIR,
+        sourcefile: 'lazy-check.js',
+        contents: `
+          import { defineLazyGlobal } from './globals.js';
+          defineLazyGlobal('ReadableStream', () => require('web-streams-polyfill').ReadableStream);
+          defineLazyGlobal('gzipSync', () => require('fflate').gzipSync);
+          defineLazyGlobal('structuredClone', () => require('@ungap/structured-clone').default);
+          export function callablePrelude() { return []; }
+        `,
+    });
+    expect(files.some((f) => /web-streams-polyfill/.test(f))).toBe(true);
+    // Browser builds: fflate's Node build would need worker_threads.
+    expect(files.filter((f) => /fflate/.test(f)).map((f) => f.replace(/^.*node_modules[\\/]/, ''))).toEqual([join('fflate', 'lib', 'browser.cjs')]);
+
+    const { prelude, globals } = evaluate(source);
+    install(prelude);
+    expect(globals('globalThis.__loads')).toBeUndefined();
+    expect(globals('typeof new ReadableStream().getReader')).toBe('function');
+    const afterStreams = globals('globalThis.__loads') as Record<string, number>;
+    expect(Object.keys(afterStreams).every((f) => /web-streams-polyfill/.test(f))).toBe(true);
+    expect(Object.values(afterStreams)).toEqual([1]);
+    expect(globals('[gzipSync(new Uint8Array(3)).length > 0, structuredClone(new Map([[1, 2]])).get(1), typeof ReadableStream]')).toEqual([true, 2, 'function']);
+    expect(Object.values(globals('globalThis.__loads') as Record<string, number>).every((n) => n === 1)).toBe(true);
+    expect(Object.keys(globals('globalThis.__loads') as object)).toHaveLength(files.length);
+  });
+
+  it('loads no bundled package while installing the runtime (a plain call pays for none)', async () => {
+    const { source } = await countingBuild();
+    const { prelude, globals } = evaluate(source);
+    install(prelude);
+    expect(globals('globalThis.__loads')).toBeUndefined();
+  });
+});
