@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { RunLedger } from './audit/ledger.ts';
-import { CredentialService, credentialsVersion } from './credentials/credentials.ts';
+import { CredentialService } from './credentials/credentials.ts';
 import { FolderSecrets } from './credentials/folderSecrets.ts';
 import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.ts';
 import { compileFunction } from './functions/compile.ts';
@@ -25,8 +25,7 @@ import type { Resolver } from './net/guardedFetch.ts';
 import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { runFunction, type RunOptions } from './run.ts';
 import { corruptionOf, openDatabase, type Db } from './store/database.ts';
-import { catalogVersion } from './store/catalog.ts';
-import { VersionWatch } from './store/versionWatch.ts';
+import { changeFeed, type ChangeFeed } from './store/changes.ts';
 import { diskFullOf } from './store/faults.ts';
 import { databaseFileOf, Upkeep } from './store/retention.ts';
 import { ProfileRepository } from './functions/profiles.ts';
@@ -121,8 +120,8 @@ export class Engine {
   readonly #db: Db;
   readonly #secrets: FolderSecrets;
   readonly #env: NodeJS.ProcessEnv;
-  readonly #catalogWatch = new VersionWatch(() => catalogVersion(this.#db), 250);
-  readonly #credentialWatch = new VersionWatch(() => credentialsVersion(this.#db), 250);
+  /** What this and other processes change in the database: one timer for every watcher of this connection. */
+  readonly #changes: ChangeFeed;
   #sandbox: Promise<Sandbox> | undefined;
   #net: Promise<{ guardedFetch: typeof import('./net/guardedFetch.ts').guardedFetch; resolver: Resolver }> | undefined;
   #sandboxNow: Sandbox | undefined;
@@ -139,6 +138,7 @@ export class Engine {
   constructor(options: EngineOptions) {
     this.dataDir = options.dataDir;
     this.#db = openDatabase(options.dataDir, { create: options.createDataDir ?? true });
+    this.#changes = changeFeed(this.#db);
     this.functions = new FunctionRepository(this.#db);
     this.#env = options.env ?? process.env;
     this.#secrets = new FolderSecrets(this.#db, options.secrets ?? secretStoreFromEnv(this.#env), this.#env);
@@ -435,11 +435,11 @@ export class Engine {
 
   /**
    * Calls `listener` whenever any process changes the functions or profiles MCP servers list.
-   * Polls the shared database (cheap: one indexed read) so changes from other processes arrive
+   * Watched through the change feed (store/changes.ts), so changes from other processes arrive
    * within half a second. Returns the unsubscribe function.
    */
   onCatalogChange(listener: () => void): () => void {
-    return this.#catalogWatch.subscribe(listener);
+    return this.#changes.subscribe('catalog', listener);
   }
 
   /**
@@ -447,7 +447,12 @@ export class Engine {
    * bumpCredentials), polled like onCatalogChange. Returns the unsubscribe function.
    */
   onCredentialsChange(listener: () => void): () => void {
-    return this.#credentialWatch.subscribe(listener);
+    return this.#changes.subscribe('credentials', listener);
+  }
+
+  /** Calls `listener` whenever a run is recorded, by any process (read them with `runs.after()`). Returns the unsubscribe function. */
+  onRunsRecorded(listener: () => void): () => void {
+    return this.#changes.subscribe('runs', listener);
   }
 
   /** The bearer token of the Streamable HTTP MCP server (see CredentialService.mcpToken). */
@@ -456,8 +461,7 @@ export class Engine {
   }
 
   close(): void {
-    this.#catalogWatch.stop();
-    this.#credentialWatch.stop();
+    this.#changes.close();
     this.prompts.close();
     this.#sandboxNow?.dispose();
     void this.#sandbox?.then((s) => s.dispose());

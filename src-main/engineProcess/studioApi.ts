@@ -150,7 +150,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
   const emit = (event: EventName, payload: unknown): void => {
     for (const l of listeners.get(event) ?? []) l(payload);
   };
-  let feedTimer: NodeJS.Timeout | undefined;
+  let stopFeed: (() => void) | undefined;
   let feedCursor = 0;
   const stopCatalog = engine.onCatalogChange(() => emit('catalog:changed', {}));
   const stopCredentials = engine.onCredentialsChange(() => emit('credentials:changed', {}));
@@ -159,19 +159,23 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
   const stopPrompts = openPrompts(host, (pending) => emit('prompts:pending', pending));
   const stopNotices = host.notices?.(({ level, message }) => emit('engine:notice', { level, message, at: new Date().toISOString() }));
 
+  // Runs recorded by any process, heard through the engine's change feed while a window listens.
   const ensureFeed = (): void => {
-    if (feedTimer || (listeners.get('runs:feed')?.size ?? 0) === 0) return;
+    if (stopFeed || (listeners.get('runs:feed')?.size ?? 0) === 0) return;
     feedCursor = engine.runs.cursor();
-    feedTimer = setInterval(() => {
+    stopFeed = engine.onRunsRecorded(() => {
       try {
-        const { runs, cursor } = engine.runs.after(feedCursor);
-        feedCursor = cursor;
-        for (const run of runs) emit('runs:feed', run);
+        // Read to the end: a burst may hold more runs than one read returns.
+        for (;;) {
+          const { runs, cursor } = engine.runs.after(feedCursor);
+          if (runs.length === 0) break;
+          feedCursor = cursor;
+          for (const run of runs) emit('runs:feed', run);
+        }
       } catch (error) {
         host.diagnostic(`run feed: ${(error as Error).message}`);
       }
-    }, 400);
-    feedTimer.unref();
+    });
   };
 
   return {
@@ -197,9 +201,9 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       ensureFeed();
       return () => {
         set.delete(listener as (payload: unknown) => void);
-        if (event === 'runs:feed' && set.size === 0 && feedTimer) {
-          clearInterval(feedTimer);
-          feedTimer = undefined;
+        if (event === 'runs:feed' && set.size === 0 && stopFeed) {
+          stopFeed();
+          stopFeed = undefined;
         }
       };
     },
@@ -209,7 +213,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       stopMcp();
       stopPrompts();
       stopNotices?.();
-      if (feedTimer) clearInterval(feedTimer);
+      stopFeed?.();
       for (const c of running.values()) c.abort();
       listeners.clear();
     },

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { bumpCounter, readCounter } from '../store/catalog.ts';
 import type { Db } from '../store/database.ts';
 import { nowIso, writeTransaction } from '../store/database.ts';
 import {
@@ -28,12 +29,11 @@ interface Row {
  * transaction), so a studio open on this data folder can show another process's changes.
  */
 export function bumpCredentials(db: Db): void {
-  db.prepare("INSERT INTO settings (key, value) VALUES ('credentials_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
+  bumpCounter(db, 'credentials_version');
 }
 
 export function credentialsVersion(db: Db): number {
-  const row = db.prepare("SELECT value FROM settings WHERE key = 'credentials_version'").get() as { value: string } | undefined;
-  return row ? Number(row.value) : 0;
+  return readCounter(db, 'credentials_version');
 }
 
 /** Moves on each regeneration of the MCP token, in every process on this data folder. */

@@ -1,12 +1,11 @@
 // Questions a process puts to the person at the studio, across processes, through the shared
 // database. A `callable mcp` process (or the studio's own HTTP server) inserts a pending row and
 // waits for its answer; the desktop engine process, which marks the studio's presence with a
-// heartbeat, sees the row, shows it in the window, and writes the answer back. Both sides poll
-// `PRAGMA data_version` (one read of the file header; it moves when another connection commits)
-// and read the table only when it moved.
+// heartbeat, sees the row, shows it in the window, and writes the answer back. Both sides hear of
+// a change through the connection's change feed (store/changes.ts), and read the table only then.
 import { randomUUID } from 'node:crypto';
-import type Database from 'better-sqlite3';
 import { StudioError, type PromptAnswer, type PromptKind, type PromptView } from '../model/index.ts';
+import { changeFeed, TICK_MS, type ChangeFeed } from '../store/changes.ts';
 import { writeTransaction, type Db } from '../store/database.ts';
 
 export type { PromptAnswer, PromptKind, PromptView };
@@ -32,7 +31,7 @@ export type AskOutcome = { state: 'answered'; answer: PromptAnswer } | { state: 
 /** The studio's heartbeat period; a presence older than STALE_AFTER_MS is a studio that went away without saying so. */
 export const HEARTBEAT_MS = 2_000;
 export const STALE_AFTER_MS = 3 * HEARTBEAT_MS;
-/** How often a waiting asker and the studio's watcher look at the database. */
+/** How often a waiting asker looks for its answer (the studio's watcher looks every TICK_MS). */
 export const POLL_MS = 100;
 /** Answered, expired and cancelled prompts are kept this long (they are part of the audit), then pruned. */
 export const KEEP_PROMPTS_MS = 30 * 24 * 3600 * 1000;
@@ -59,19 +58,18 @@ interface Row {
  */
 export class PromptDesk {
   readonly #db: Db;
-  readonly #dataVersion: Database.Statement;
-  /** Waiters of this process, woken at once when this process answers (its own commits do not move data_version). */
+  readonly #feed: ChangeFeed;
+  /** Waiters of this process, woken at once when this process answers (the feed would tell them at its next tick). */
   readonly #local = new Map<string, () => void>();
   readonly #watchers = new Set<(pending: PromptView[]) => void>();
-  #watchTimer: NodeJS.Timeout | undefined;
-  #watchSeen = -1;
-  #watchDirty = true;
-  #lastEmitted = '';
+  #stopWatch: (() => void) | undefined;
+  /** The ids of the pending list the watchers last heard; undefined before the first. */
+  #lastEmitted: string | undefined;
   #presence: { id: string; timer: NodeJS.Timeout } | undefined;
 
   constructor(db: Db) {
     this.#db = db;
-    this.#dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.#feed = changeFeed(db);
   }
 
   /** Whether a studio window is open on this data folder (in any process): a presence whose heartbeat is fresh. */
@@ -148,26 +146,20 @@ export class PromptDesk {
           now + options.waitMs,
         ),
     );
-    this.#changed();
     const read = this.#db.prepare('SELECT state, answer FROM prompts WHERE id = ?');
     return new Promise<AskOutcome>((resolve) => {
-      let seen = -1;
       let done = false;
       const finish = (outcome: AskOutcome): void => {
         if (done) return;
         done = true;
-        clearInterval(timer);
+        stopFeed();
         clearTimeout(deadline);
         this.#local.delete(id);
         options.signal?.removeEventListener('abort', onAbort);
         resolve(outcome);
       };
-      const check = (force: boolean): boolean => {
-        let version: number;
+      const check = (): boolean => {
         try {
-          version = this.#dataVersion.get() as number;
-          if (!force && version === seen) return false;
-          seen = version;
           const row = read.get(id) as { state: string; answer: string | null } | undefined;
           if (row?.state === 'answered' && row.answer !== null) {
             finish({ state: 'answered', answer: JSON.parse(row.answer) as PromptAnswer });
@@ -178,7 +170,7 @@ export class PromptDesk {
             return true;
           }
         } catch {
-          // A read that failed (busy checkpoint) is tried again at the next tick.
+          // A read that failed (busy checkpoint) is tried again at the next change; the deadline ends the wait in any case.
         }
         return false;
       };
@@ -193,16 +185,15 @@ export class PromptDesk {
           won = true;
         }
         if (won) {
-          this.#changed();
           finish({ state });
-        } else if (!check(true)) {
+        } else if (!check()) {
           finish({ state });
         }
       };
       const onAbort = (): void => withdraw('cancelled');
-      const timer = setInterval(() => check(false), POLL_MS);
+      const stopFeed = this.#feed.subscribe('prompts', check, POLL_MS);
       const deadline = setTimeout(() => withdraw('expired'), options.waitMs);
-      this.#local.set(id, () => check(true));
+      this.#local.set(id, check);
       options.signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -223,7 +214,6 @@ export class PromptDesk {
         .prepare("UPDATE prompts SET state = 'answered', answer = ?, answered_at = ? WHERE id = ? AND state = 'pending' AND expires_at > ?")
         .run(JSON.stringify(answer), new Date().toISOString(), id, Date.now()).changes,
     );
-    this.#changed();
     this.#local.get(id)?.();
     if (changes === 0) {
       const row = this.#db.prepare('SELECT state FROM prompts WHERE id = ?').pluck().get(id) as string | undefined;
@@ -251,44 +241,31 @@ export class PromptDesk {
    */
   watch(listener: (pending: PromptView[]) => void): () => void {
     this.#watchers.add(listener);
-    if (!this.#watchTimer) {
-      this.#watchDirty = true;
-      this.#watchTimer = setInterval(() => this.#poll(), POLL_MS * 2.5);
-      this.#watchTimer.unref();
-    }
+    this.#stopWatch ??= this.#feed.subscribe('prompts', () => this.#emitPending(), TICK_MS);
     return () => {
       this.#watchers.delete(listener);
-      if (this.#watchers.size === 0 && this.#watchTimer) {
-        clearInterval(this.#watchTimer);
-        this.#watchTimer = undefined;
-        this.#lastEmitted = '';
-      }
+      if (this.#watchers.size === 0) this.#stopWatching();
     };
   }
 
   close(): void {
     this.closeStudio();
-    if (this.#watchTimer) clearInterval(this.#watchTimer);
-    this.#watchTimer = undefined;
     this.#watchers.clear();
+    this.#stopWatching();
   }
 
-  #changed(): void {
-    this.#watchDirty = true;
+  #stopWatching(): void {
+    this.#stopWatch?.();
+    this.#stopWatch = undefined;
+    this.#lastEmitted = undefined;
   }
 
-  #poll(): void {
+  #emitPending(): void {
     let pending: PromptView[];
     try {
-      const version = this.#dataVersion.get() as number;
-      // Expiry needs no write to show: re-read at least every second.
-      const tick = Math.floor(Date.now() / 1000);
-      if (!this.#watchDirty && version === this.#watchSeen && tick === this.#watchTick) return;
-      this.#watchSeen = version;
-      this.#watchTick = tick;
-      this.#watchDirty = false;
       pending = this.pending();
     } catch {
+      // The next change tries again.
       return;
     }
     const key = pending.map((p) => p.id).join(',');
@@ -296,8 +273,6 @@ export class PromptDesk {
     this.#lastEmitted = key;
     for (const listener of [...this.#watchers]) listener(pending);
   }
-
-  #watchTick = 0;
 }
 
 function toView(row: Row): PromptView {

@@ -1,14 +1,28 @@
 import type { Db } from './database.ts';
 
 /**
- * `catalog_version` changes whenever any process changes what MCP servers list (functions,
- * profiles). Servers in every process poll it to send list-changed notifications.
+ * Counters in `settings` a writer bumps in the transaction of its change, so every process on the
+ * data folder can tell (store/changes.ts): `catalog_version` moves when what MCP servers list
+ * changes (functions, profiles), `credentials_version` when credentials or their grants do.
  */
+export type Counter = 'catalog_version' | 'credentials_version';
+
+/** Reads one counter (its key the one parameter); no row reads as 0. */
+export const COUNTER_SQL = 'SELECT value FROM settings WHERE key = ?';
+
+export function bumpCounter(db: Db, key: Counter): void {
+  db.prepare("INSERT INTO settings (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run(key);
+}
+
+export function readCounter(db: Db, key: Counter): number {
+  const value = db.prepare(COUNTER_SQL).pluck().get(key) as string | undefined;
+  return value === undefined ? 0 : Number(value);
+}
+
 export function bumpCatalog(db: Db): void {
-  db.prepare("INSERT INTO settings (key, value) VALUES ('catalog_version', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
+  bumpCounter(db, 'catalog_version');
 }
 
 export function catalogVersion(db: Db): number {
-  const row = db.prepare("SELECT value FROM settings WHERE key = 'catalog_version'").get() as { value: string } | undefined;
-  return row ? Number(row.value) : 0;
+  return readCounter(db, 'catalog_version');
 }
