@@ -12,6 +12,7 @@ import type { LogEntry, LogLevel } from '../engine/model/index.ts';
 import { fetchLimitMessage, logLimitMessage } from '../engine/model/toolResults.ts';
 import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../engine/sandbox/protocol.ts';
 import { encodeMultipart, readParts } from './multipart.ts';
+import { SubtleKeys } from './subtle.ts';
 
 /** What the host answers an operation of the prelude: a value, or an error the guest sees. */
 export type HostAnswer = { ok: true; value?: unknown } | { ok: false; error: { code?: string; message: string } };
@@ -161,6 +162,8 @@ export class RunBridge implements HostBinding {
   readonly #job: SandboxJob;
   readonly #run: RunControl;
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** crypto.subtle's keys and calls: they end with the run. */
+  readonly #subtle = new SubtleKeys();
   /** The fetches in flight, by operation id: the guest aborts one with `fetchAbort` (its AbortSignal). */
   readonly #fetching = new Map<number, AbortController>();
   #logBytes = 0;
@@ -182,6 +185,7 @@ export class RunBridge implements HostBinding {
   close(): void {
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
+    this.#subtle.close();
   }
 
   readonly sync = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown): HostAnswer => {
@@ -209,6 +213,10 @@ export class RunBridge implements HostBinding {
       if (this.#run.over()) return NEVER_SETTLED;
       const id = this.#nextOp++;
       if (op === 'sleep') return this.#sleep(id, payload);
+      if (op === 'subtle') {
+        this.#subtle.start(payload, (ok, value) => this.#settle(id, ok, value));
+        return { ok: true, value: id };
+      }
       if (op === 'fetch') return this.#fetch(id, payload);
       if (op === 'elicit' || op === 'sample') return this.#ask(id, op, payload);
       return refusal('unknown host operation');

@@ -1,5 +1,5 @@
 // @ts-check
-// crypto.getRandomValues and crypto.randomUUID: the bytes come from the host.
+// crypto.getRandomValues and crypto.randomUUID: the bytes come from the host. crypto.subtle is web/subtle.js.
 import {
   ObjectCreate,
   ObjectFreeze,
@@ -15,6 +15,7 @@ import {
 } from './intrinsics.js';
 import { sync } from './host.js';
 import { defineGlobal } from './globals.js';
+import { subtle } from './web/subtle.js';
 
 /** @param {unknown} array */
 const getRandomValues = (array) => {
@@ -41,6 +42,7 @@ const randomUUID = () => {
 const cryptoObject = ObjectCreate(null);
 cryptoObject.getRandomValues = getRandomValues;
 cryptoObject.randomUUID = randomUUID;
+cryptoObject.subtle = subtle;
 
 export function install() {
   defineGlobal('crypto', ObjectFreeze(cryptoObject));

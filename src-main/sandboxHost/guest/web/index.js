@@ -2,4 +2,8 @@
 // The web platform (WinterTC Minimum Common API), one module per API, installed after the base
 // modules: each module's install() is called here, in order.
 
-export function installWeb() {}
+import { install as installSubtle } from './subtle.js';
+
+export function installWeb() {
+  installSubtle();
+}
