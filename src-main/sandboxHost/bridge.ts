@@ -55,6 +55,9 @@ export function pureHostOp(op: unknown, a?: unknown, b?: unknown, c?: unknown, d
       if (encoded.body.byteLength > MAX_REQUEST_BODY_BYTES) return refusal(`FormData: the encoded form is over ${MAX_REQUEST_BODY_BYTES} bytes`);
       return { ok: true, value: encoded };
     }
+    case 'now':
+      // performance.now(): the host's monotonic clock in 100 µs steps (Chrome's resolution for pages that are not cross-origin isolated).
+      return { ok: true, value: Math.floor(performance.now() * 10) / 10 };
     case 'random': {
       const n = typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= 65536 ? a : -1;
       if (n < 0) return refusal('random: bad length');
@@ -110,7 +113,7 @@ export class EarlyBridge implements HostBinding {
       else this.logs.push([a, b]);
       return { ok: true };
     }
-    if (op === 'random' || op === 'url' || op === 'multipart') return pureHostOp(op, a, b, c, d);
+    if (op === 'random' || op === 'url' || op === 'multipart' || op === 'now') return pureHostOp(op, a, b, c, d);
     this.needsRun = true;
     return refusal('not available before the call');
   };
