@@ -1,4 +1,4 @@
-import { createHash, createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, pbkdf2Sync, sign as nodeSign, verify as nodeVerify, constants, createCipheriv } from 'node:crypto';
+import { constants, createCipheriv, createHash, createHmac, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, pbkdf2Sync, privateDecrypt, randomBytes, sign as nodeSign, verify as nodeVerify } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { FunctionSpecInput } from '../../src-main/engine/index.ts';
@@ -118,7 +118,7 @@ describe('digest, HMAC and key derivation: known answers', () => {
   });
 });
 
-describe('AES-GCM', () => {
+describe('AES', () => {
   it('encrypts as node:crypto does, decrypts its own ciphertext, and rejects a tampered one with OperationError', async () => {
     const key = Buffer.alloc(32, 7);
     const iv = Buffer.alloc(12, 9);
@@ -144,6 +144,64 @@ describe('AES-GCM', () => {
     expect(value).toMatchObject({ opened: 'attack at dawn', roundTrip: 'hello', freshLength: 16 });
     expect(value.tampered).toMatchObject({ name: 'OperationError', dom: true });
     expect(value.otherAad).toMatchObject({ name: 'OperationError', dom: true });
+  });
+  it('decrypts AES-CBC and AES-CTR that node:crypto encrypted, and wraps a key with AES-KW as RFC 3394 4.1 gives', async () => {
+    const key = Buffer.alloc(16, 3);
+    const iv = Buffer.alloc(16, 5);
+    const encrypt = (algorithm: string): string => {
+      const cipher = createCipheriv(algorithm, key, iv);
+      return hex(Buffer.concat([cipher.update('the quick brown fox'), cipher.final()]));
+    };
+    const value = await inSandbox(
+      'aes_modes',
+      `const raw = fromHex('${hex(key)}');
+       const cbc = await subtle.importKey('raw', raw, 'AES-CBC', false, ['decrypt']);
+       const ctr = await subtle.importKey('raw', raw, 'AES-CTR', false, ['decrypt']);
+       const text = (buf) => new TextDecoder().decode(buf);
+       const kek = await subtle.importKey('raw', fromHex('000102030405060708090a0b0c0d0e0f'), 'AES-KW', false, ['wrapKey', 'unwrapKey']);
+       const keyData = await subtle.importKey('raw', fromHex('00112233445566778899aabbccddeeff'), 'AES-GCM', true, ['encrypt']);
+       const wrapped = await subtle.wrapKey('raw', keyData, kek, 'AES-KW');
+       const unwrapped = await subtle.unwrapKey('raw', wrapped, kek, 'AES-KW', 'AES-GCM', true, ['encrypt']);
+       return {
+         cbc: text(await subtle.decrypt({ name: 'AES-CBC', iv: fromHex('${hex(iv)}') }, cbc, fromHex('${encrypt('aes-128-cbc')}'))),
+         ctr: text(await subtle.decrypt({ name: 'AES-CTR', counter: fromHex('${hex(iv)}'), length: 64 }, ctr, fromHex('${encrypt('aes-128-ctr')}'))),
+         wrapped: hex(wrapped), unwrapped: hex(await subtle.exportKey('raw', unwrapped)),
+       };`,
+    );
+    expect(value).toEqual({ cbc: 'the quick brown fox', ctr: 'the quick brown fox', wrapped: '1fa68b0a8112b447aef34bd8fb5a7b829d3e862371d2cfe5', unwrapped: '00112233445566778899aabbccddeeff' });
+  });
+});
+
+describe('key agreement and RSA-OAEP', () => {
+  it('derives the same X25519 and ECDH P-256 secrets as node:crypto does on the other side', async () => {
+    for (const [name, nodeType, params] of [
+      ['X25519', 'x25519', `'X25519'`],
+      ['ECDH', 'ec', `{ name: 'ECDH', namedCurve: 'P-256' }`],
+    ] as const) {
+      const host = generateKeyPairSync(nodeType as 'x25519', nodeType === 'ec' ? ({ namedCurve: 'P-256' } as object) : {});
+      const hostSpki = host.publicKey.export({ format: 'der', type: 'spki' });
+      const value = await inSandbox<{ spki: string; secret: string; bits: number }>(
+        `agree_${nodeType}`,
+        `const pair = await subtle.generateKey(${params}, true, ['deriveBits']);
+         const other = await subtle.importKey('spki', fromHex('${hex(hostSpki)}'), ${params}, false, []);
+         const secret = await subtle.deriveBits({ name: '${name}', public: other }, pair.privateKey, 256);
+         return { spki: hex(await subtle.exportKey('spki', pair.publicKey)), secret: hex(secret), bits: secret.byteLength * 8 };`,
+      );
+      const theirs = createPublicKey({ key: Buffer.from(value.spki, 'hex'), format: 'der', type: 'spki' });
+      expect(value.secret).toBe(hex(diffieHellman({ privateKey: host.privateKey, publicKey: theirs })));
+      expect(value.bits).toBe(256);
+    }
+  });
+
+  it('encrypts with RSA-OAEP so that node:crypto decrypts it', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const value = await inSandbox<string>(
+      'rsa_oaep',
+      `const key = await subtle.importKey('spki', fromHex('${hex(publicKey.export({ format: 'der', type: 'spki' }))}'), { name: 'RSA-OAEP', hash: 'SHA-256' }, false, ['encrypt']);
+       return hex(await subtle.encrypt({ name: 'RSA-OAEP', label: utf8('tag') }, key, utf8('secret message')));`,
+    );
+    const plain = privateDecrypt({ key: privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256', oaepLabel: Buffer.from('tag') }, Buffer.from(value, 'hex'));
+    expect(plain.toString()).toBe('secret message');
   });
 });
 
@@ -334,6 +392,23 @@ describe('bounds', () => {
     expect(value.many).toMatchObject({ name: 'QuotaExceededError', dom: true, message: expect.stringContaining(`over ${SUBTLE_LIMITS.heldBytes / 1024 / 1024} MB`) });
   });
 
+  it(`refuses call ${SUBTLE_LIMITS.pending + 1} while ${SUBTLE_LIMITS.pending} are unfinished, and runs the waiting ones in turn`, async () => {
+    const value = await inSandbox(
+      'pending_cap',
+      `const base = await subtle.importKey('raw', utf8('pw'), 'PBKDF2', false, ['deriveBits']);
+       const slow = [1, 2].map(() => subtle.deriveBits({ name: 'PBKDF2', hash: 'SHA-512', salt: utf8('salt'), iterations: 1000000 }, base, 512));
+       const waiting = [];
+       for (let i = 2; i < ${SUBTLE_LIMITS.pending}; i++) waiting.push(subtle.digest('SHA-1', utf8('abc')));
+       const over = await caught(subtle.digest('SHA-1', utf8('abc')));
+       const digests = new Set((await Promise.all(waiting)).map(hex));
+       await Promise.all(slow);
+       return { over, digests: [...digests], count: waiting.length, after: hex(await subtle.digest('SHA-1', utf8('abc'))) };`,
+      { timeoutMs: 60_000 },
+    );
+    expect(value.over).toMatchObject({ name: 'QuotaExceededError', message: `crypto.subtle: more than ${SUBTLE_LIMITS.pending} calls unfinished at once; await some before starting more` });
+    expect(value).toMatchObject({ digests: ['a9993e364706816aba3e25717850c26c9cd0d89d'], count: SUBTLE_LIMITS.pending - 2, after: 'a9993e364706816aba3e25717850c26c9cd0d89d' });
+  });
+
   it('refuses PBKDF2 work and RSA sizes over their bounds with OperationError before any work is done', async () => {
     const value = await inSandbox(
       'param_caps',
@@ -352,6 +427,23 @@ describe('bounds', () => {
     expect(value.blocks).toMatchObject({ name: 'OperationError', message: expect.stringContaining('× 4 output block(s)') });
     expect(value.rsa).toMatchObject({ name: 'OperationError', message: expect.stringContaining(`more than ${SUBTLE_LIMITS.rsaGenerateBits} bits`) });
     expect(value.ms).toBeLessThan(500);
+  });
+
+  it(`imports an RSA public key of ${SUBTLE_LIMITS.rsaImportBits} bits and refuses one of more with OperationError`, async () => {
+    // A modulus of the given size (the top bit set, odd): importing checks sizes, not primes.
+    const modulus = (bits: number): string => {
+      const n = randomBytes(bits / 8);
+      n[0]! |= 0x80;
+      n[n.length - 1]! |= 1;
+      return b64url(n);
+    };
+    const value = await inSandbox(
+      'rsa_import_cap',
+      `const importRsa = (n) => subtle.importKey('jwk', { kty: 'RSA', n, e: 'AQAB' }, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['verify']);
+       return { atLimit: (await importRsa('${modulus(SUBTLE_LIMITS.rsaImportBits)}')).algorithm.modulusLength, over: await caught(importRsa('${modulus(SUBTLE_LIMITS.rsaImportBits + 64)}')) };`,
+    );
+    expect(value.atLimit).toBe(SUBTLE_LIMITS.rsaImportBits);
+    expect(value.over).toMatchObject({ name: 'OperationError', message: `crypto.subtle: RSA keys of more than ${SUBTLE_LIMITS.rsaImportBits} bits are not accepted` });
   });
 
   it('ends a run waiting on PBKDF2 at its deadline; the sandbox host stays up and serves the next run while the late results are dropped', async () => {
