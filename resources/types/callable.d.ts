@@ -89,6 +89,8 @@ declare module 'callable' {
     log: Log;
     /** Reports progress to the caller (MCP progress notifications). */
     progress(done: number, total?: number, message?: string): void;
+    /** A placeholder for a credential this function lists and was granted, valid in this run only: replaced by the secret only in header values and query parameters of requests to the credential's hosts, refused anywhere else. */
+    secret(name: string): string;
     /** Return one of these (or an array of them) for MCP content other than JSON. */
     content: {
       text(text: string): Content;

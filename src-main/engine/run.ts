@@ -5,12 +5,13 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { KeptRecording, RunLedger } from './audit/ledger.ts';
 import type { CredentialService } from './credentials/credentials.ts';
+import { PLACEHOLDER_PREFIX, placeholderRefusal, RunPlaceholders } from './credentials/placeholders.ts';
 import { Redactor } from './credentials/redact.ts';
 import type { FunctionRepository } from './functions/repository.ts';
 import type { SchemaValidator } from './functions/schemas.ts';
 import { effectiveLimits, StudioError, type ApprovalDecision, type Caller, type LogEntry, type RunRecord, type RunResult, type TraceEntry } from './model/index.ts';
 import type { guardedFetch as GuardedFetch, Resolver } from './net/guardedFetch.ts';
-import type { ProgressUpdate } from './sandbox/protocol.ts';
+import type { AskRequest, ProgressUpdate, SecretEntry } from './sandbox/protocol.ts';
 import type { Sandbox } from './sandbox/sandbox.ts';
 import { asker, type Askers } from './sandbox/asks.ts';
 import { ExchangeRecorder, expectOf } from './savedTests/recorder.ts';
@@ -81,7 +82,23 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     const { sandbox, guardedFetch, resolver } = await deps.sandbox();
     const recorder = deps.record ? new ExchangeRecorder() : undefined;
     const track = (request: OutgoingRequest, response: Promise<IncomingResponse>): Promise<IncomingResponse> => (recorder ? recorder.track(request, response) : response);
-    const signal = deps.interrupt && options.signal ? AbortSignal.any([options.signal, deps.interrupt]) : (deps.interrupt ?? options.signal);
+    // ctx.secret's placeholders, for this run only; a placeholder where it may not go stops the run.
+    const placeholders = new RunPlaceholders();
+    const secrets = mintSecrets(deps.credentials, record, placeholders);
+    const watch = secrets.some((s) => s.placeholder !== undefined);
+    const stop = new AbortController();
+    let leaked: StudioError | undefined;
+    const leak = (text: string, place: string): boolean => {
+      const found = watch ? placeholders.find(text) : undefined;
+      if (!found || !('minted' in found)) return false;
+      leaked ??= placeholderRefusal(found, place, 'the run was stopped and what it held is not kept');
+      stop.abort();
+      return true;
+    };
+    const signal = AbortSignal.any([options.signal, deps.interrupt, stop.signal].filter((s): s is AbortSignal => s !== undefined));
+    // What the recorder keeps and a replay compares: the request with its placeholders as labels (they change every run).
+    const seen = (request: OutgoingRequest): OutgoingRequest => (watch ? maskedRequest(placeholders, request) : request);
+    const ask = asker({ record, timeoutMs: limits.timeoutMs, schemas: deps.schemas, trace: (entry) => trace.push(entry), askers: { elicit: options.elicit, sample: options.sample } });
     // Every stored secret of the data folder, asked for as each response arrives (kept by the
     // credential service until a credential changes, in any process): a vendor may echo any of
     // them, and what the sandbox is given must hold none.
@@ -111,10 +128,16 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       runId,
       measureHeap: options.caller !== 'mcp',
       signal,
-      onLog: options.onLog && ((entry) => options.onLog?.(redactor.active ? { ...entry, message: redactor.text(entry.message) } : entry)),
-      onProgress: options.onProgress && ((update) => options.onProgress?.(redactor.json(update))),
+      secrets,
+      onLog: (entry) => {
+        const shown = leak(entry.message, 'a log line') ? { ...entry, message: placeholders.mask(entry.message) } : entry;
+        options.onLog?.(redactor.active ? { ...shown, message: redactor.text(shown.message) } : shown);
+      },
+      onProgress: (update) => {
+        if (!leak(JSON.stringify(update), 'a progress update')) options.onProgress?.(redactor.json(update));
+      },
       fetch: (request, signal) =>
-        track(request, options.fetch ? options.fetch(request, signal) : guardedFetch(request, {
+        track(seen(request), options.fetch ? options.fetch(seen(request), signal) : guardedFetch(request, {
           redaction,
           allowedHosts: record.allowedHosts,
           maxResponseBytes: limits.responseBytes,
@@ -129,12 +152,23 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
           resolver,
           signal,
           trace: (entry) => trace.push(entry),
+          placeholders,
         }).catch(redactedError)),
-      ask: asker({ record, timeoutMs: limits.timeoutMs, schemas: deps.schemas, trace: (entry) => trace.push(entry), askers: { elicit: options.elicit, sample: options.sample } }),
+      ask: (request: AskRequest, askSignal: AbortSignal) => {
+        const found = watch ? placeholders.find(JSON.stringify(request.payload)) : undefined;
+        if (found) return Promise.reject(placeholderRefusal(found, `the ctx.${request.kind} ${request.kind === 'elicit' ? 'question' : 'request'}`, 'nobody was asked'));
+        return ask(request, askSignal);
+      },
     });
+    // Checked here too: the logs and the outcome come from the sandbox host, which is not trusted.
+    for (const entry of outcome.logs) leak(entry.message, 'a log line');
+    if (outcome.ok) leak(JSON.stringify([outcome.value, outcome.content]), 'the result');
+    else leak(outcome.error.message, "the function's error");
     // durationMs is the whole run's, set once the result is ready.
     const metrics = { durationMs: 0, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
-    if (outcome.ok) {
+    if (leaked) {
+      result = { ok: false, runId, error: { code: leaked.code, message: leaked.message, details: leaked.details }, logs: outcome.logs, trace, metrics };
+    } else if (outcome.ok) {
       const outputProblem =
         record.outputSchema && outcome.content === undefined ? deps.schemas.check(record.outputSchema, outcome.value, `${name}'s outputSchema`, 'result') : undefined;
       result =
@@ -147,10 +181,11 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     } else {
       result = { ok: false, runId, error: outcome.error, logs: outcome.logs, trace, metrics };
     }
+    if (watch) result = placeholders.maskJson(result);
     result = redactor.json(result);
     result.metrics.durationMs = elapsed(started);
     if (recorder) {
-      kept = deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: redactor.json(args ?? {}), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
+      kept = deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: maskPlaceholders(redactor.json(args ?? {})), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
     }
   }
 
@@ -162,7 +197,8 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     clientVersion: options.client?.version,
     transport: options.transport,
     profile: options.profile,
-    args: redactor.json(args),
+    // Arguments may carry another run's placeholder (a client replaying one): it is not kept either.
+    args: maskPlaceholders(redactor.json(args)),
     startedAt,
     durationMs: result.metrics.durationMs,
     ok: result.ok,
@@ -173,6 +209,28 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   };
   deps.runs.record(audit, kept);
   return result;
+}
+
+/** ctx.secret's answer for each credential `fn` lists: a placeholder when it may use it, else why not. */
+function mintSecrets(credentials: CredentialService, fn: { name: string; credentials: readonly string[] }, placeholders: RunPlaceholders): SecretEntry[] {
+  return fn.credentials.map((name) => {
+    try {
+      return { name, placeholder: placeholders.mint(name, credentials.usable(name, fn).hosts) };
+    } catch (error) {
+      return { name, refused: error instanceof StudioError ? error.message : String(error) };
+    }
+  });
+}
+
+/** `value` with any placeholder in it as its label. */
+function maskPlaceholders<T>(value: T): T {
+  return value !== undefined && JSON.stringify(value).includes(PLACEHOLDER_PREFIX) ? new RunPlaceholders().maskJson(value) : value;
+}
+
+/** `request` with every placeholder in its URL, headers and body as its label. */
+function maskedRequest(placeholders: RunPlaceholders, request: OutgoingRequest): OutgoingRequest {
+  const body = request.body && placeholders.find(request.body) ? new Uint8Array(Buffer.from(placeholders.mask(Buffer.from(request.body).toString('latin1')), 'latin1')) : request.body;
+  return { ...request, url: placeholders.mask(request.url), headers: request.headers.map(([k, v]) => [placeholders.mask(k), placeholders.mask(v)]), body };
 }
 
 function elapsed(since: number): number {

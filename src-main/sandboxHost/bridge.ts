@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type ivm from 'isolated-vm';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../engine/model/errors.ts';
 import type { LogEntry, LogLevel } from '../engine/model/index.ts';
-import { fetchLimitMessage, logLimitMessage } from '../engine/model/toolResults.ts';
+import { credentialNotListedMessage, fetchLimitMessage, logLimitMessage } from '../engine/model/toolResults.ts';
 import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../engine/sandbox/protocol.ts';
 import { encodeMultipart, readParts } from './multipart.ts';
 import { SubtleKeys } from './subtle.ts';
@@ -199,6 +199,8 @@ export class RunBridge implements HostBinding {
           return this.log(a, b);
         case 'progress':
           return this.#progress(a, b, c);
+        case 'secret':
+          return this.#secret(a);
         case 'fetchAbort':
           // Closes the vendor connection of fetch `a` (the guest has already rejected its promise).
           this.#fetching.get(a as number)?.abort(FETCH_ABORTED);
@@ -250,6 +252,14 @@ export class RunBridge implements HostBinding {
     if (typeof message === 'string') update.message = message.slice(0, 1000);
     this.#job.onProgress?.(update);
     return { ok: true };
+  }
+
+  /** ctx.secret(name): the placeholder the engine minted for this run, or why there is none (one line the guest throws). */
+  #secret(name: unknown): HostAnswer {
+    if (typeof name !== 'string' || name.length === 0) return refusal('ctx.secret: give the name of a credential the function lists, e.g. ctx.secret("github")');
+    const entry = this.#job.secrets?.find((s) => s.name === name);
+    if (entry?.placeholder !== undefined) return { ok: true, value: entry.placeholder };
+    return refusal(`ctx.secret: ${entry?.refused ?? credentialNotListedMessage(name.slice(0, 200))}`, 'credential_refused');
   }
 
   #sleep(id: number, payload: unknown): HostAnswer {

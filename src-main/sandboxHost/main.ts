@@ -111,6 +111,7 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
       argsJson: message.argsJson,
       runId,
       measureHeap: message.measureHeap,
+      secrets: message.secrets,
       signal: state.abort.signal,
       onLog: (entry) => send({ t: 'log', runId, ...entry }),
       onProgress: (update) => send({ t: 'progress', runId, ...update }),

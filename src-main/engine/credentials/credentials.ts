@@ -12,6 +12,7 @@ import {
   type CredentialSpec,
   type HostPattern,
 } from '../model/index.ts';
+import { credentialNotListedMessage } from '../model/toolResults.ts';
 import type { CredentialInjection } from '../net/guardedFetch.ts';
 import { FolderSecrets } from './folderSecrets.ts';
 import type { SecretStore } from './secretStore.ts';
@@ -202,7 +203,7 @@ export class CredentialService {
   /** Refuses (credential_refused) a credential the function does not list, or lists but has not been granted. */
   authorize(name: string, fn: { name: string; credentials: readonly string[] }): void {
     if (!fn.credentials.includes(name)) {
-      throw new StudioError('credential_refused', `this function may not use credential "${name}": add it to the function's "credentials" list`);
+      throw new StudioError('credential_refused', credentialNotListedMessage(name));
     }
     const granted = this.#db
       .prepare('SELECT 1 FROM credential_grants g JOIN functions f ON f.id = g.function_id WHERE f.name = ? AND g.credential = ?')
@@ -214,6 +215,14 @@ export class CredentialService {
         { credential: name, function: fn.name },
       );
     }
+  }
+
+  /** The spec of a credential `fn` may use (listed, granted, existing), or the credential_refused error that says what to do. */
+  usable(name: string, fn: { name: string; credentials: readonly string[] }): CredentialSpec {
+    this.authorize(name, fn);
+    const spec = this.find(name);
+    if (!spec) throw missingCredential(name);
+    return spec;
   }
 
   #functionRow(functionName: string): { id: number; spec: string } {
@@ -254,10 +263,10 @@ export class CredentialService {
   /** What the guarded fetch adds for `name`, for a function that declared `allowed` credentials. */
   async injection(name: string, allowed: readonly string[], signal?: AbortSignal): Promise<CredentialInjection> {
     if (!allowed.includes(name)) {
-      throw new StudioError('credential_refused', `this function may not use credential "${name}": add it to the function's "credentials" list`);
+      throw new StudioError('credential_refused', credentialNotListedMessage(name));
     }
     const spec = this.find(name);
-    if (!spec) throw new StudioError('credential_refused', `credential "${name}" does not exist; create it with "callable credentials set ${name} --host HOST"`);
+    if (!spec) throw missingCredential(name);
     // A keychain that is locked, stopped or missing throws its own error here (keychain_*).
     let secret: string | undefined;
     try {
@@ -328,6 +337,10 @@ export class CredentialService {
     this.#mcpTokenSeen = { version: mcpTokenVersion(this.#db), token };
     return token;
   }
+}
+
+function missingCredential(name: string): StudioError {
+  return new StudioError('credential_refused', `credential "${name}" does not exist; create it with "callable credentials set ${name} --host HOST"`);
 }
 
 function toSpec(row: Row): CredentialSpec {

@@ -56,6 +56,11 @@ export function logLimitMessage(limit: number): string {
   return `the function logged more than ${limit} bytes (limits.logBytes); log less or raise the limit`;
 }
 
+/** Why a function may not use a credential it does not list (ctx.fetch's `credential:`, ctx.secret). */
+export function credentialNotListedMessage(name: string): string {
+  return `this function may not use credential "${name}": add it to the function's "credentials" list`;
+}
+
 /** Why a request to `host` is refused: it is not on the function's allowedHosts. */
 export function notAllowedHostReason(host: string, allowedHosts: readonly string[]): string {
   const allowed = allowedHosts.length === 0 ? 'the function has no allowedHosts (no network)' : `allowedHosts is ${allowedHosts.join(', ')}`;

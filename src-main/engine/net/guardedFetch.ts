@@ -5,6 +5,7 @@ import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
+import { placeholderRefusal, RunPlaceholders, swapQuery, urlProblem, type Minted } from '../credentials/placeholders.ts';
 import type { Redactor } from '../credentials/redact.ts';
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
 import { notAllowedHostReason } from '../model/toolResults.ts';
@@ -40,7 +41,16 @@ export interface FetchPolicy {
    * arrives; when it rejects (the keychain cannot be read) the response is not given.
    */
   redaction?: (() => Promise<Redactor>) | undefined;
+  /**
+   * The run's ctx.secret() placeholders: swapped for their secret in header values and query
+   * parameter values of requests to their credential's hosts (read through `credential`), and
+   * refused anywhere else before anything is sent.
+   */
+  placeholders?: RunPlaceholders | undefined;
 }
+
+/** What a refused placeholder did not get to do. */
+const NOT_SENT = 'nothing was sent';
 
 const MANAGED_HEADERS = new Set([
   'host',
@@ -78,8 +88,15 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(value)) {
       throw refusedEarly(policy, request, `header "${name}" has an invalid name or value`);
     }
+    const placeholders = policy.placeholders;
+    const inName = placeholders?.find(name);
+    if (inName) throw refusedEarly(policy, request, placeholderRefusal(inName, 'the name of a header', NOT_SENT).message);
+    const inValue = placeholders?.swap(value, () => '').left;
+    if (inValue) throw refusedEarly(policy, request, placeholderRefusal(inValue, `the "${name}" header in a form other than as-is (encoded, reversed or from another run)`, NOT_SENT).message);
     headers.push([name, value]);
   }
+  const inBody = request.body && policy.placeholders?.find(request.body);
+  if (inBody) throw refusedEarly(policy, request, placeholderRefusal(inBody, 'the request body', NOT_SENT).message);
   const injection = request.credential === undefined ? undefined : await policy.credential(request.credential);
 
   let url = request.url;
@@ -95,11 +112,15 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
         throw refused(policy, request, target.display, redirectFrom, `credential "${injection.name}" may only be sent to ${injection.hosts.map(describePattern).join(', ')}`);
       }
     }
+    const inUrl = policy.placeholders && urlProblem(policy.placeholders, target.url);
+    if (inUrl) throw refused(policy, request, target.display, redirectFrom, placeholderRefusal(inUrl.found, inUrl.place, NOT_SENT).message);
     const address = await resolveChecked(target, policy, request, redirectFrom);
+    const swapped = policy.placeholders ? await swapPlaceholders(policy.placeholders, headers, target, hop, policy, request, redirectFrom) : undefined;
     const sendCredential = injection !== undefined && injection.hosts.some((h) => hostMatches(h, target.hostname, target.port, target.defaultPort));
     const outUrl = new URL(target.url.href);
+    if (swapped) outUrl.search = swapped.search;
     const outHeaders: Record<string, string> = {};
-    for (const [name, value] of headers) {
+    for (const [name, value] of swapped?.headers ?? headers) {
       if (!carryAuthorization && (name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie')) continue;
       outHeaders[name.toLowerCase()] = outHeaders[name.toLowerCase()] === undefined ? value : `${outHeaders[name.toLowerCase()]}, ${value}`;
     }
@@ -115,7 +136,7 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
       ms: 0,
       bytesOut: body?.byteLength ?? 0,
       bytesIn: 0,
-      ...(sendCredential ? { credential: injection.name } : {}),
+      ...(sendCredential || swapped?.used.length ? { credential: [...(sendCredential ? [injection.name] : []), ...(swapped?.used ?? [])].join(', ') } : {}),
       ...(redirectFrom ? { redirectFrom } : {}),
     };
     let response: RawResponse;
@@ -150,7 +171,7 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     if (request.redirect === 'error') {
       throw new StudioError('fetch_failed', `${currentMethod} ${target.display} redirected to ${location} and the request said redirect: "error"`);
     }
-    if (hop + 1 > MAX_REDIRECTS) throw new StudioError('fetch_failed', `${request.url}: more than ${MAX_REDIRECTS} redirects`);
+    if (hop + 1 > MAX_REDIRECTS) throw new StudioError('fetch_failed', `${policy.placeholders?.mask(request.url) ?? request.url}: more than ${MAX_REDIRECTS} redirects`);
     let next: URL;
     try {
       next = new URL(location, target.url);
@@ -165,6 +186,50 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     redirectFrom = target.display;
     url = next.href;
   }
+}
+
+/**
+ * One hop's headers and query with the run's placeholders swapped for their secrets. A placeholder
+ * towards a host its credential does not name is refused on the first hop; on a redirect, a header
+ * that holds one is left out (as Authorization is on a cross-origin redirect), while a query that
+ * holds one (the vendor's own Location) is refused.
+ */
+async function swapPlaceholders(
+  placeholders: RunPlaceholders,
+  headers: ReadonlyArray<[string, string]>,
+  target: CheckedUrl,
+  hop: number,
+  policy: FetchPolicy,
+  request: OutgoingRequest,
+  redirectFrom: string | undefined,
+): Promise<{ headers: Array<[string, string]>; search: string; used: string[] }> {
+  const allowed = (m: Minted) => RunPlaceholders.allows(m, target.hostname, target.port, target.defaultPort);
+  const elsewhere = (m: Minted, place: string) =>
+    refused(policy, request, target.display, redirectFrom, placeholderRefusal({ minted: m }, `${place} of a request to ${target.url.host}, which is not one of its hosts`, NOT_SENT).message);
+  const kept: Array<[string, string]> = [];
+  const used = new Set<string>();
+  for (const [name, value] of headers) {
+    const inValue = placeholders.rawIn(value);
+    const stray = inValue.find((m) => !allowed(m));
+    if (stray && hop === 0) throw elsewhere(stray, `the "${name}" header`);
+    if (stray) continue;
+    for (const m of inValue) used.add(m.name);
+    kept.push([name, value]);
+  }
+  const inQuery = placeholders.rawIn(target.url.search);
+  const strayQuery = inQuery.find((m) => !allowed(m));
+  if (strayQuery) throw elsewhere(strayQuery, 'a query parameter');
+  for (const m of inQuery) used.add(m.name);
+  if (used.size === 0) return { headers: kept, search: target.url.search, used: [] };
+  // Read as ctx.fetch's `credential:` is: listed, granted, and refused before the keychain is asked otherwise.
+  const secrets = new Map<string, string>();
+  for (const name of used) secrets.set(name, (await policy.credential(name)).secret);
+  const secretOf = (name: string) => secrets.get(name)!;
+  return {
+    headers: kept.map(([name, value]) => [name, placeholders.swap(value, secretOf).text]),
+    search: swapQuery(placeholders, target.url.search, secretOf),
+    used: [...used],
+  };
 }
 
 interface CheckedUrl {
@@ -184,7 +249,8 @@ function checkUrl(raw: string, patterns: HostPattern[], policy: FetchPolicy, req
   } catch {
     throw refused(policy, request, String(raw).slice(0, 200), redirectFrom, `"${String(raw).slice(0, 200)}" is not an absolute URL`);
   }
-  const display = `${url.protocol}//${url.host}${url.pathname}${url.search}`;
+  const written = `${url.protocol}//${url.host}${url.pathname}${url.search}`;
+  const display = policy.placeholders ? policy.placeholders.mask(written) : written;
   if (url.username !== '' || url.password !== '') {
     throw refused(policy, request, display, redirectFrom, 'URLs with a user name or password are refused; use a credential instead');
   }
@@ -417,6 +483,7 @@ function refusedEarly(policy: FetchPolicy, request: OutgoingRequest, reason: str
   } catch {
     /* keep the raw text */
   }
+  if (policy.placeholders) display = policy.placeholders.mask(display);
   return refused(policy, request, display, undefined, reason);
 }
 

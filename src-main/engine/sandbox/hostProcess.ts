@@ -174,6 +174,7 @@ export class HostProcess {
         limits: job.limits,
         argsJson: job.argsJson,
         measureHeap: job.measureHeap === true,
+        secrets: job.secrets ?? [],
       });
       if (job.signal?.aborted) onAbort();
       else job.signal?.addEventListener('abort', onAbort, { once: true });

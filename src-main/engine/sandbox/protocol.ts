@@ -104,6 +104,16 @@ export interface AskRequest {
   payload: Record<string, unknown>;
 }
 
+/**
+ * What ctx.secret(name) answers for a credential the function lists: the run's placeholder for it,
+ * or why it may not have one (not granted, no such credential). A name it does not list has no entry.
+ */
+export interface SecretEntry {
+  name: string;
+  placeholder?: string | undefined;
+  refused?: string | undefined;
+}
+
 /** One call of one function. Arguments are already validated; `argsJson` is their JSON text. */
 export interface SandboxJob {
   functionName: string;
@@ -119,6 +129,8 @@ export interface SandboxJob {
   measureHeap?: boolean | undefined;
   /** The guarded fetch, already bound to this function's policy. Aborted when the run ends. */
   fetch: (request: OutgoingRequest, signal: AbortSignal) => Promise<IncomingResponse>;
+  /** ctx.secret's answers, minted by the engine for this run only. */
+  secrets?: readonly SecretEntry[] | undefined;
   /** Answers ctx.elicit and ctx.sample (absent: refused). Aborted when the run ends; the run's deadline covers the wait. */
   ask?: ((request: AskRequest, signal: AbortSignal) => Promise<unknown>) | undefined;
 }
@@ -136,12 +148,13 @@ const ModuleFields = {
   /** Sent the first time this host meets this version of the module; omitted after. */
   code: optional(str(MAX_FRAME_BYTES)),
 };
+const SecretEntryCheck = object({ name: str(200, 1), placeholder: optional(str(100)), refused: optional(str(2000)) });
 const LimitsCheck = object({ timeoutMs: num, memoryMb: num, resultBytes: num, logBytes: num, fetchCount: num, responseBytes: num });
 
 // ---- engine → host ----
 
 export const EngineMessageCheck = union({
-  run: { runId: Id, ...ModuleFields, limits: LimitsCheck, argsJson: str(MAX_FRAME_BYTES), measureHeap: bool },
+  run: { runId: Id, ...ModuleFields, limits: LimitsCheck, argsJson: str(MAX_FRAME_BYTES), measureHeap: bool, secrets: array(SecretEntryCheck, 1000) },
   warm: { ...ModuleFields, memoryMb: num },
   cancel: { runId: Id },
   fetched: { runId: Id, op: num, response: IncomingResponseCheck },
@@ -151,7 +164,7 @@ export const EngineMessageCheck = union({
 
 /** What the engine sends a host (the compile-time twin of EngineMessageCheck). */
 export type EngineMessage =
-  | { t: 'run'; runId: string; fn: string; hash: string; code?: string; limits: EffectiveLimits; argsJson: string; measureHeap: boolean }
+  | { t: 'run'; runId: string; fn: string; hash: string; code?: string; limits: EffectiveLimits; argsJson: string; measureHeap: boolean; secrets: readonly SecretEntry[] }
   | { t: 'warm'; fn: string; hash: string; code?: string; memoryMb: number }
   | { t: 'cancel'; runId: string }
   | { t: 'fetched'; runId: string; op: number; response: IncomingResponse }

@@ -209,6 +209,8 @@ export const createCtx = (functionName, runId, deadline) => {
       sync('progress', +progress, total === undefined ? undefined : +total, message === undefined ? undefined : str(message));
     },
     content,
+    // A placeholder the engine swaps for the credential's secret in requests to its own hosts; throws when the function may not use it.
+    secret: /** @param {unknown} name */ (name) => /** @type {string} */ (sync('secret', str(name))),
     functionName: str(functionName),
     runId: str(runId),
     deadline: +deadline,
