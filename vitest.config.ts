@@ -30,15 +30,34 @@ const real = {
   globalSetup: ['test/setup/keychain.ts'],
 };
 
+/**
+ * Files run at once, per tier. Vitest's default is one fewer than the cores: one file at a time on
+ * 2 cores. Unit files are CPU-bound: one per core. Integration files mostly wait (on child
+ * processes, sockets, timers, SQLite locks), so three share 2 cores; their timing bounds hold with
+ * a connection flood running beside them. Each e2e file drives a Chromium: two at a time.
+ * Vitest runs tiers with different counts one after another (sequence.groupOrder), unit first.
+ */
+export const MAX_WORKERS = { unit: 2, integration: 3, e2e: 2 };
+
 export default defineConfig({
   test: {
     reporters: ['default', './test/setup/summaryReporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT_FILES, pool: 'threads' } },
-      { extends: true, test: { name: 'integration', include: TEST_FILES, exclude: [...configDefaults.exclude, ...UNIT_FILES, ...E2E_FILES], ...real } },
-      { extends: true, test: { name: 'e2e', include: E2E_FILES, ...real } },
+      { extends: true, test: { name: 'unit', include: UNIT_FILES, pool: 'threads', maxWorkers: MAX_WORKERS.unit, sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: TEST_FILES,
+          exclude: [...configDefaults.exclude, ...UNIT_FILES, ...E2E_FILES],
+          ...real,
+          maxWorkers: MAX_WORKERS.integration,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      { extends: true, test: { name: 'e2e', include: E2E_FILES, ...real, maxWorkers: MAX_WORKERS.e2e, sequence: { groupOrder: 2 } } },
     ],
   },
 });
