@@ -171,18 +171,22 @@ describe('events and abort', () => {
 });
 
 describe('timers, clock and structuredClone', () => {
-  it('setInterval repeats with its arguments until clearInterval, and a throwing callback is reported, not fatal', async () => {
+  it('setInterval repeats with its arguments until clearInterval (or clearTimeout), and a throwing callback is reported, not fatal', async () => {
     const result = await run(
       'interval',
       `export default async () => {
          let ticks = 0;
          await new Promise((resolve) => { const h = setInterval((step) => { ticks += step; if (ticks === 2) throw new Error('tick two'); if (ticks >= 3) { clearInterval(h); resolve(); } }, 5, 1); });
          const atClear = ticks;
+         // One map of timers: clearTimeout stops an interval, clearInterval a timeout.
+         let crossed = 0;
+         clearTimeout(setInterval(() => crossed++, 1));
+         clearInterval(setTimeout(() => crossed++, 1));
          await new Promise((r) => setTimeout(r, 50));
-         return { atClear, later: ticks };
+         return { atClear, later: ticks, crossed };
        }`,
     );
-    expect(result).toMatchObject({ ok: true, value: { atClear: 3, later: 3 } });
+    expect(result).toMatchObject({ ok: true, value: { atClear: 3, later: 3, crossed: 0 } });
     expect(result.logs.map((l) => l.message.split('\n')[0])).toEqual(['Uncaught Error: tick two']);
   });
 

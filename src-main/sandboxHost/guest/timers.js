@@ -29,6 +29,18 @@ const clearTimeoutFn = (handle) => {
   call(MapDelete, timers, handle);
 };
 
+// HTML's one map of active timers: setInterval (web/misc.js) takes its handles here too, so
+// clearTimeout and clearInterval clear either kind.
+/** A new active timer's handle. */
+export const newTimer = () => {
+  const handle = nextTimer++;
+  call(MapSet, timers, handle, true);
+  return handle;
+};
+/** @param {number} handle */
+export const timerActive = (handle) => call(MapHas, timers, handle);
+export const clearTimer = clearTimeoutFn;
+
 export function install() {
   defineGlobal('setTimeout', setTimeoutFn);
   defineGlobal('clearTimeout', clearTimeoutFn);

@@ -5,16 +5,12 @@ import {
   NumberIsFinite,
   PromiseThen,
   TypeErrorCtor,
-  MapCtor,
-  MapSet,
-  MapDelete,
-  MapHas,
   StringIndexOf,
   StringSlice,
   call,
-
 } from '../intrinsics.js';
 import { start } from '../host.js';
+import { newTimer, timerActive, clearTimer } from '../timers.js';
 import { defineGlobal, defineLazyGlobal } from '../globals.js';
 import { domException } from './domException.js';
 import { events, now, timeOrigin, reportException } from './events.js';
@@ -70,37 +66,30 @@ const makeNavigator = () => {
 };
 
 // ---- setInterval / clearInterval ----
-let nextInterval = 1;
-const intervals = new MapCtor();
 /** @param {unknown} fn @param {any} ms @param {...unknown} args */
 const setIntervalFn = (fn, ms, ...args) => {
   if (typeof fn !== 'function') throw new TypeErrorCtor('setInterval needs a function');
   const delay = NumberIsFinite(+ms) && +ms > 0 ? +ms : 0;
-  const handle = nextInterval++;
-  call(MapSet, intervals, handle, true);
+  const handle = newTimer();
   // Each tick is one host timer: the host never fires one after the run's deadline, so the interval stops there.
   const tick = () => {
     call(
       PromiseThen,
       start('sleep', delay),
       () => {
-        if (!call(MapHas, intervals, handle)) return;
+        if (!timerActive(handle)) return;
         try {
           ReflectApply(fn, undefined, args);
         } catch (error) {
           reportException(error);
         }
-        if (call(MapHas, intervals, handle)) tick();
+        if (timerActive(handle)) tick();
       },
       () => {},
     );
   };
   tick();
   return handle;
-};
-/** @param {unknown} handle */
-const clearIntervalFn = (handle) => {
-  call(MapDelete, intervals, handle);
 };
 
 // ---- structuredClone ----
@@ -154,6 +143,6 @@ export function install() {
     reportException(error);
   });
   defineGlobal('setInterval', setIntervalFn);
-  defineGlobal('clearInterval', clearIntervalFn);
+  defineGlobal('clearInterval', clearTimer);
   defineGlobal('structuredClone', structuredCloneFn);
 }
