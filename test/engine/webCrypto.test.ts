@@ -15,7 +15,7 @@ const GUEST_HELPERS = `
   const utf8 = (s) => new TextEncoder().encode(s);
   const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
   const fromHex = (h) => new Uint8Array(h.match(/../g).map((b) => parseInt(b, 16)));
-  const caught = async (promise) => { try { await promise; return 'resolved'; } catch (e) { return { name: e.name, message: e.message, dom: e instanceof Error && typeof e.code === 'number' }; } };
+  const caught = async (promise) => { try { await promise; return 'resolved'; } catch (e) { return { name: e.name, message: e.message, dom: e instanceof DOMException }; } };
 `;
 
 /** Runs `body` (the body of an async function, with GUEST_HELPERS) in the sandbox; its value. */
