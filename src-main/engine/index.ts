@@ -439,7 +439,8 @@ export class Engine {
    * within half a second. Returns the unsubscribe function.
    */
   onCatalogChange(listener: () => void): () => void {
-    return this.#changes.subscribe('catalog', listener);
+    // `void`: whatever the listener returns, it is not the feed's retry signal.
+    return this.#changes.subscribe('catalog', () => void listener());
   }
 
   /**
@@ -447,12 +448,12 @@ export class Engine {
    * bumpCredentials), polled like onCatalogChange. Returns the unsubscribe function.
    */
   onCredentialsChange(listener: () => void): () => void {
-    return this.#changes.subscribe('credentials', listener);
+    return this.#changes.subscribe('credentials', () => void listener());
   }
 
   /** Calls `listener` whenever a run is recorded, by any process (read them with `runs.after()`). Returns the unsubscribe function. */
   onRunsRecorded(listener: () => void): () => void {
-    return this.#changes.subscribe('runs', listener);
+    return this.#changes.subscribe('runs', () => void listener());
   }
 
   /** The bearer token of the Streamable HTTP MCP server (see CredentialService.mcpToken). */

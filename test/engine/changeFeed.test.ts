@@ -30,7 +30,7 @@ function listen(engine: Engine): Record<Topic, number> {
   engine.onCatalogChange(() => counts.catalog++);
   engine.onCredentialsChange(() => counts.credentials++);
   engine.onRunsRecorded(() => counts.runs++);
-  changeFeed(engine.database).subscribe('prompts', () => counts.prompts++);
+  changeFeed(engine.database).subscribe('prompts', () => void counts.prompts++);
   return counts;
 }
 

@@ -158,21 +158,22 @@ export class PromptDesk {
         options.signal?.removeEventListener('abort', onAbort);
         resolve(outcome);
       };
+      /** How the row says the prompt ended; undefined while it waits. Throws when the read fails. */
+      const outcome = (): AskOutcome | undefined => {
+        const row = read.get(id) as { state: string; answer: string | null } | undefined;
+        if (row?.state === 'answered' && row.answer !== null) return { state: 'answered', answer: JSON.parse(row.answer) as PromptAnswer };
+        if (row && row.state !== 'pending') return { state: row.state === 'expired' ? 'expired' : 'cancelled' };
+        return undefined;
+      };
+      /** Finishes once the row has an outcome; false when the read failed (busy checkpoint): the feed asks again at its next tick. */
       const check = (): boolean => {
         try {
-          const row = read.get(id) as { state: string; answer: string | null } | undefined;
-          if (row?.state === 'answered' && row.answer !== null) {
-            finish({ state: 'answered', answer: JSON.parse(row.answer) as PromptAnswer });
-            return true;
-          }
-          if (row && row.state !== 'pending') {
-            finish({ state: row.state === 'expired' ? 'expired' : 'cancelled' });
-            return true;
-          }
+          const ended = outcome();
+          if (ended) finish(ended);
+          return true;
         } catch {
-          // A read that failed (busy checkpoint) is tried again at the next change; the deadline ends the wait in any case.
+          return false;
         }
-        return false;
       };
       /** Ends the wait, unless the answer landed first; the row says which. */
       const withdraw = (state: 'expired' | 'cancelled'): void => {
@@ -184,11 +185,13 @@ export class PromptDesk {
           // Could not write: the studio drops it once expires_at passes.
           won = true;
         }
-        if (won) {
-          finish({ state });
-        } else if (!check()) {
-          finish({ state });
+        let ended: AskOutcome | undefined;
+        try {
+          if (!won) ended = outcome();
+        } catch {
+          // Unreadable: it ends as this side meant it to.
         }
+        finish(ended ?? { state });
       };
       const onAbort = (): void => withdraw('cancelled');
       const stopFeed = this.#feed.subscribe('prompts', check, POLL_MS);
@@ -260,18 +263,19 @@ export class PromptDesk {
     this.#lastEmitted = undefined;
   }
 
-  #emitPending(): void {
+  /** False when the read failed: the feed calls again at its next tick. */
+  #emitPending(): boolean {
     let pending: PromptView[];
     try {
       pending = this.pending();
     } catch {
-      // The next change tries again.
-      return;
+      return false;
     }
     const key = pending.map((p) => p.id).join(',');
-    if (key === this.#lastEmitted) return;
+    if (key === this.#lastEmitted) return true;
     this.#lastEmitted = key;
     for (const listener of [...this.#watchers]) listener(pending);
+    return true;
   }
 }
 

@@ -31,10 +31,14 @@ const TOPICS: Record<Topic, TopicRead> = {
   prompts: { sql: "SELECT count(*) || ':' || total(rowid) FROM prompts WHERE state = 'pending' AND expires_at > ?", params: () => [Date.now()], refreshMs: 1000 },
 };
 
+/** Called when its topic changed; one that returns false (its own read failed) is called again at the next tick. */
+export type ChangeListener = () => boolean | void;
+
 interface Subscription {
   topic: Topic;
-  listener: () => void;
+  listener: ChangeListener;
   tickMs: number;
+  again: boolean;
 }
 
 interface TopicState {
@@ -77,9 +81,9 @@ export class ChangeFeed {
    * Calls `listener` whenever `topic` changes, in any process; `tickMs` asks for a faster tick
    * than TICK_MS while this subscription lasts. Returns the unsubscribe function.
    */
-  subscribe(topic: Topic, listener: () => void, tickMs = TICK_MS): () => void {
+  subscribe(topic: Topic, listener: ChangeListener, tickMs = TICK_MS): () => void {
     if (this.#closed) return () => {};
-    const subscription: Subscription = { topic, listener, tickMs };
+    const subscription: Subscription = { topic, listener, tickMs, again: false };
     this.#subscriptions.add(subscription);
     if (!this.#topics.has(topic)) this.#topics.set(topic, this.#firstRead(topic));
     this.#schedule();
@@ -150,9 +154,9 @@ export class ChangeFeed {
       state.value = value;
       state.readAt = now;
     }
-    if (changed.size === 0) return;
     for (const subscription of [...this.#subscriptions]) {
-      if (changed.has(subscription.topic) && this.#subscriptions.has(subscription)) subscription.listener();
+      if (!(changed.has(subscription.topic) || subscription.again) || !this.#subscriptions.has(subscription)) continue;
+      subscription.again = subscription.listener() === false;
     }
   }
 }
