@@ -321,6 +321,37 @@ describe('keys are opaque handles of their run', () => {
     expect(value.badSpki).toMatchObject({ name: 'DataError', dom: true });
   });
 
+  it("works whatever the function did to Object.prototype and the typed-array globals, with WebIDL's enumerable members", async () => {
+    const value = await inSandbox(
+      'hijacked',
+      `const input = utf8('abc');
+       const OriginalUint8Array = Uint8Array;
+       const typedArray = Object.getPrototypeOf(Int8Array.prototype);
+       const buffer = Object.getOwnPropertyDescriptor(typedArray, 'buffer');
+       Object.defineProperty(Object.prototype, 'method', { get: () => 'exportKey', set() {}, configurable: true });
+       Object.defineProperty(Object.prototype, 'privateKey', { get: () => ({ handle: 1 }), configurable: true });
+       globalThis.Uint8Array = function () { throw new Error('hijacked'); };
+       Object.defineProperty(typedArray, 'buffer', { get() { throw new Error('hijacked'); }, configurable: true });
+       const key = await subtle.generateKey({ name: 'HMAC', hash: 'SHA-256' }, true, ['sign']);
+       const raw = await subtle.exportKey('raw', key);
+       const digest = await subtle.digest('SHA-256', input);
+       delete Object.prototype.method; delete Object.prototype.privateKey;
+       globalThis.Uint8Array = OriginalUint8Array;
+       Object.defineProperty(typedArray, 'buffer', buffer);
+       return {
+         type: key.type, raw: raw.byteLength, digest: hex(digest),
+         subtleMembers: Object.keys(SubtleCrypto.prototype).length, keyMembers: Object.keys(CryptoKey.prototype),
+       };`,
+    );
+    expect(value).toEqual({
+      type: 'secret',
+      raw: 64,
+      digest: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+      subtleMembers: 12,
+      keyMembers: ['type', 'extractable', 'algorithm', 'usages'],
+    });
+  });
+
   it('keeps nothing between calls: a key kept on globalThis is gone in the next call', async () => {
     const source = `{
       const had = globalThis.kept !== undefined;

@@ -66,6 +66,8 @@ const slotsOf = (value, what) => {
 
 // Captured with the rest of the guest runtime, before any function code runs.
 const DataViewPrototype = DataView.prototype;
+const ObjectHasOwn = Object.hasOwn;
+const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
 /** @param {string} name */
 const dataViewGetter = (name) => /** @type {() => any} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(DataViewPrototype, name)).get);
 const DataViewBuffer = dataViewGetter('buffer');
@@ -206,8 +208,8 @@ const run = (self, given, needed, method, build, answer) => {
   try {
     if (self !== subtle) throw new TypeErrorCtor('Illegal invocation');
     if (given < needed) throw new TypeErrorCtor(`crypto.subtle.${method}: ${needed} arguments required, but only ${given} present`);
-    const payload = build();
-    payload.method = method;
+    // Spread and literals define their properties: a setter the function put on Object.prototype is never called.
+    const payload = { method, ...build() };
     return call(PromiseThen, start('subtle', payload), answer, (/** @type {unknown} */ error) => {
       throw guestError(error);
     });
@@ -217,7 +219,7 @@ const run = (self, given, needed, method, build, answer) => {
 };
 
 /** @param {any} value */
-const keyOrPair = (value) => (value && value.privateKey ? { publicKey: keyFrom(value.publicKey), privateKey: keyFrom(value.privateKey) } : keyFrom(value));
+const keyOrPair = (value) => (ObjectHasOwn(value, 'privateKey') ? { publicKey: keyFrom(value.publicKey), privateKey: keyFrom(value.privateKey) } : keyFrom(value));
 
 export class CryptoKey {
   /** @param {unknown} [token] */
@@ -358,6 +360,11 @@ export class SubtleCrypto {
   }
 }
 ObjectDefineProperty(SubtleCrypto.prototype, SymbolToStringTag, { value: 'SubtleCrypto', configurable: true });
+// WebIDL operations and attributes are enumerable (class members are not).
+for (const proto of [CryptoKey.prototype, SubtleCrypto.prototype]) {
+  const names = ObjectGetOwnPropertyNames(proto);
+  for (let i = 0; i < names.length; i++) if (names[i] !== 'constructor') ObjectDefineProperty(proto, /** @type {string} */ (names[i]), { enumerable: true });
+}
 
 /** @param {unknown} value */
 const unsignedLong = (value) => {
