@@ -37,11 +37,15 @@ describe('the globals', () => {
       `const names = ${JSON.stringify([...CLASSES, ...FUNCTIONS, 'performance', 'navigator'])};
        const types = Object.fromEntries(names.map((n) => [n, typeof globalThis[n]]));
        const enumerable = names.filter((n) => Object.keys(globalThis).includes(n));
+       const misnamed = names.filter((n) => /^[A-Z]/.test(n) && globalThis[n].name !== n);
+       const tags = [new AbortController(), new DOMException(), new Event('x'), performance, navigator, new TextDecoderStream()].map((o) => Object.prototype.toString.call(o));
        globalThis.ReadableStream = 1;
-       return { types, enumerable, replaced: ReadableStream, ua: navigator.userAgent, protoOk: performance instanceof EventTarget && performance instanceof Performance };`,
+       return { types, enumerable, misnamed, tags, replaced: ReadableStream, ua: navigator.userAgent, protoOk: performance instanceof EventTarget && performance instanceof Performance };`,
     );
     expect(got.types).toEqual(Object.fromEntries([...CLASSES.map((n) => [n, 'function']), ...FUNCTIONS.map((n) => [n, 'function']), ['performance', 'object'], ['navigator', 'object']]));
     expect(got.enumerable).toEqual([]);
+    expect(got.misnamed).toEqual([]);
+    expect(got.tags).toEqual(['[object AbortController]', '[object DOMException]', '[object Event]', '[object Performance]', '[object Navigator]', '[object TextDecoderStream]']);
     expect(got.replaced).toBe(1);
     expect(got.ua).toBe('Callable-Studio');
     expect(got.protoOk).toBe(true);

@@ -1,7 +1,7 @@
 // @ts-check
 // DOMException (WebIDL): name, message and the legacy code as accessors on the prototype, the
 // legacy code constants on the constructor and the prototype, Error.prototype as its prototype.
-import { ObjectDefineProperty, ObjectSetPrototypeOf, ErrorCtor, str } from '../intrinsics.js';
+import { ObjectDefineProperty, ObjectSetPrototypeOf, ErrorCtor, SymbolToStringTag, str } from '../intrinsics.js';
 import { defineLazyGlobal } from '../globals.js';
 
 // V8's own: gives a DOMException the `stack` an Error has.
@@ -76,6 +76,10 @@ const make = () => {
     }
   }
   ObjectSetPrototypeOf(DOMException.prototype, ErrorCtor.prototype);
+  // WebIDL: attributes are enumerable; the class keeps its name whatever the bundler called it.
+  for (const attribute of ['name', 'message', 'code']) ObjectDefineProperty(DOMException.prototype, attribute, { enumerable: true });
+  ObjectDefineProperty(DOMException.prototype, SymbolToStringTag, { value: 'DOMException', configurable: true });
+  ObjectDefineProperty(DOMException, 'name', { value: 'DOMException', configurable: true });
   for (let i = 0; i < LEGACY.length; i++) {
     const descriptor = { value: i + 1, writable: false, enumerable: true, configurable: false };
     const constant = /** @type {[string, string]} */ (LEGACY[i])[0];

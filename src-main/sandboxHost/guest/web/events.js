@@ -16,6 +16,7 @@ import {
   MapSet,
   MapDelete,
   SymbolIterator,
+  SymbolToStringTag,
   call,
   str,
   bareList,
@@ -548,7 +549,13 @@ const make = () => {
       abortImpl(this.#signal, reason);
     }
   }
-  return { Event, CustomEvent, EventTarget, AbortSignal, AbortController };
+  const made = { Event, CustomEvent, EventTarget, AbortSignal, AbortController };
+  // The names the platform gives them (the bundler may rename a class), and their toStringTag, as WebIDL interfaces have.
+  for (const name of /** @type {const} */ (['Event', 'CustomEvent', 'EventTarget', 'AbortSignal', 'AbortController'])) {
+    ObjectDefineProperty(made[name], 'name', { value: name, configurable: true });
+    ObjectDefineProperty(made[name].prototype, SymbolToStringTag, { value: name, configurable: true });
+  }
+  return made;
 };
 /** @type {ReturnType<typeof make> | undefined} */
 let made;

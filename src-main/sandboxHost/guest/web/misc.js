@@ -4,9 +4,11 @@ import {
   ReflectApply,
   NumberIsFinite,
   PromiseThen,
+  ObjectDefineProperty,
   TypeErrorCtor,
   StringIndexOf,
   StringSlice,
+  SymbolToStringTag,
   call,
 } from '../intrinsics.js';
 import { start } from '../host.js';
@@ -44,6 +46,8 @@ const makePerformance = () => {
         originOf = (p) => /** @type {Performance} */ (p).#origin;
       }
     }
+    ObjectDefineProperty(Performance, 'name', { value: 'Performance', configurable: true });
+    ObjectDefineProperty(Performance.prototype, SymbolToStringTag, { value: 'Performance', configurable: true });
     performanceParts = { Performance, performance: new Performance(MAKE) };
   }
   return performanceParts;
@@ -62,6 +66,7 @@ const makeNavigator = () => {
       return USER_AGENT;
     }
   }
+  ObjectDefineProperty(Navigator.prototype, SymbolToStringTag, { value: 'Navigator', configurable: true });
   return new Navigator(MAKE);
 };
 

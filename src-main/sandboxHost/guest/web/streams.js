@@ -5,6 +5,7 @@
 import {
   ReflectApply,
   ObjectCreate,
+  ObjectDefineProperty,
   ArrayPush,
   StringFromCharCode,
   StringCharCodeAt,
@@ -13,6 +14,7 @@ import {
   StringTrim,
   TypeErrorCtor,
   RangeErrorCtor,
+  SymbolToStringTag,
   Uint8ArrayCtor,
   ArrayBufferIsView,
   call,
@@ -357,7 +359,12 @@ const makeTransforms = (TransformStream) => {
     }
   }
 
-  return { TextEncoderStream, TextDecoderStream, CompressionStream, DecompressionStream };
+  const made = { TextEncoderStream, TextDecoderStream, CompressionStream, DecompressionStream };
+  for (const name of TRANSFORM_CLASSES) {
+    ObjectDefineProperty(made[name], 'name', { value: name, configurable: true });
+    ObjectDefineProperty(made[name].prototype, SymbolToStringTag, { value: name, configurable: true });
+  }
+  return made;
 };
 
 export function install() {
