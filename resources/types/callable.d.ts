@@ -5,8 +5,8 @@ declare module 'callable' {
   export interface FetchInit {
     method?: string;
     headers?: Record<string, string> | Array<[string, string]> | Headers;
-    /** A string, bytes or URLSearchParams (sent as a form). */
-    body?: string | Uint8Array | ArrayBuffer | URLSearchParams;
+    /** A string, bytes, URLSearchParams (sent as a form), a Blob (with its type) or FormData (multipart). */
+    body?: string | Uint8Array | ArrayBuffer | URLSearchParams | Blob | FormData;
     /** Sent as JSON with content-type application/json. */
     json?: unknown;
     /** A credential this function lists: injected on the host, only towards its own hosts. */
@@ -163,3 +163,68 @@ declare class Headers implements Iterable<[string, string]> {
   entries(): IterableIterator<[string, string]>; keys(): IterableIterator<string>; values(): IterableIterator<string>;
   [Symbol.iterator](): IterableIterator<[string, string]>;
 }
+
+type BlobPart = string | ArrayBuffer | ArrayBufferView | Blob;
+interface BlobPropertyBag { type?: string; endings?: 'transparent' | 'native' }
+declare class Blob {
+  constructor(parts?: Iterable<BlobPart>, options?: BlobPropertyBag);
+  readonly size: number; readonly type: string;
+  slice(start?: number, end?: number, contentType?: string): Blob;
+  text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer>; bytes(): Promise<Uint8Array>; stream(): ReadableStream<Uint8Array>;
+}
+declare class File extends Blob {
+  constructor(parts: Iterable<BlobPart>, name: string, options?: BlobPropertyBag & { lastModified?: number });
+  readonly name: string; readonly lastModified: number; readonly webkitRelativePath: string;
+}
+type FormDataEntryValue = string | File;
+declare class FormData implements Iterable<[string, FormDataEntryValue]> {
+  constructor();
+  append(name: string, value: string | Blob): void; append(name: string, value: Blob, filename: string): void;
+  set(name: string, value: string | Blob): void; set(name: string, value: Blob, filename: string): void;
+  get(name: string): FormDataEntryValue | null; getAll(name: string): FormDataEntryValue[]; has(name: string): boolean; delete(name: string): void;
+  forEach(callback: (value: FormDataEntryValue, key: string, parent: FormData) => void, thisArg?: unknown): void;
+  entries(): IterableIterator<[string, FormDataEntryValue]>; keys(): IterableIterator<string>; values(): IterableIterator<FormDataEntryValue>;
+  [Symbol.iterator](): IterableIterator<[string, FormDataEntryValue]>;
+}
+type BodyInit = string | ArrayBuffer | ArrayBufferView | Blob | URLSearchParams | FormData | ReadableStream<Uint8Array>;
+type HeadersInit = Headers | Record<string, string> | Array<[string, string]>;
+interface Body {
+  readonly body: ReadableStream<Uint8Array> | null; readonly bodyUsed: boolean;
+  arrayBuffer(): Promise<ArrayBuffer>; bytes(): Promise<Uint8Array>; blob(): Promise<Blob>; formData(): Promise<FormData>; json<T = any>(): Promise<T>; text(): Promise<string>;
+}
+/**
+ * The sandbox has no cookie jar and no HTTP cache: mode, cache, keepalive, referrer, referrerPolicy
+ * and priority change nothing; credentials 'include' and a non-empty integrity are refused.
+ */
+interface RequestInit {
+  method?: string; headers?: HeadersInit; body?: BodyInit | null;
+  /** 'manual' gives the 3xx response itself (status and Location), as on other servers. */
+  redirect?: 'follow' | 'manual' | 'error';
+  /** Aborting rejects with the signal's reason and closes the connection to the vendor. */
+  signal?: AbortSignal | null;
+  /** Required with a ReadableStream body, which is read in full before it is sent. */
+  duplex?: 'half';
+  mode?: 'cors' | 'no-cors' | 'same-origin'; credentials?: 'omit' | 'same-origin' | 'include';
+  cache?: 'default' | 'no-store' | 'reload' | 'no-cache' | 'force-cache' | 'only-if-cached';
+  keepalive?: boolean; integrity?: string; referrer?: string; referrerPolicy?: string; priority?: 'high' | 'low' | 'auto'; window?: null;
+}
+interface Request extends Body {}
+declare class Request {
+  constructor(input: string | URL | Request, init?: RequestInit);
+  readonly method: string; readonly url: string; readonly headers: Headers; readonly signal: AbortSignal;
+  readonly redirect: 'follow' | 'manual' | 'error'; readonly mode: string; readonly credentials: string; readonly cache: string;
+  readonly integrity: string; readonly keepalive: boolean; readonly referrer: string; readonly referrerPolicy: string;
+  readonly destination: ''; readonly duplex: 'half'; readonly isReloadNavigation: boolean; readonly isHistoryNavigation: boolean;
+  clone(): Request;
+}
+interface ResponseInit { status?: number; statusText?: string; headers?: HeadersInit }
+interface Response extends Body {}
+declare class Response {
+  constructor(body?: BodyInit | null, init?: ResponseInit);
+  static error(): Response; static redirect(url: string | URL, status?: 301 | 302 | 303 | 307 | 308): Response; static json(data: unknown, init?: ResponseInit): Response;
+  readonly type: 'basic' | 'default' | 'error'; readonly url: string; readonly redirected: boolean;
+  readonly status: number; readonly ok: boolean; readonly statusText: string; readonly headers: Headers;
+  clone(): Response;
+}
+/** The web fetch, through the same host checks, limits and trace as ctx.fetch; a refused request rejects with a TypeError carrying ctx.fetch's message and code. */
+declare function fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;

@@ -27,6 +27,8 @@ import { utf8Encode, utf8Decode, toBytes } from './encoding.js';
 import { formText, paramsText } from './url.js';
 import { Headers, headerList } from './headers.js';
 import { content } from './content.js';
+import { isBlob, blobBytes, blobType, isFile, fileName } from './web/blob.js';
+import { isFormData, formParts } from './web/formData.js';
 
 /** @typedef {{ status: number, statusText: string, url: string, redirected: boolean, headers: [string, string][], body: Uint8Array }} RawResponse */
 
@@ -94,6 +96,7 @@ const multipartParts = (multipart) => {
     else if (value !== null && typeof value === 'object' && !ArrayIsArray(value)) {
       const { data, filename, contentType } = value;
       if (typeof data === 'string') part.data = utf8Encode(data);
+      else if (isBlob(data)) part.data = blobBytes(data);
       else if (ArrayBufferIsView(data) || isArrayBuffer(data)) part.data = copyBytes(toBytes(data, 'ctx.fetch'));
       else throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" needs data: a string, Uint8Array or ArrayBuffer, not ${kindOf(data)}`);
       if (filename !== undefined) {
@@ -106,6 +109,9 @@ const multipartParts = (multipart) => {
         }
         part.contentType = contentType;
       }
+      // A File or Blob as data brings its name and type unless the part gives its own.
+      if (filename === undefined && isFile(data)) part.filename = fileName(data);
+      if (contentType === undefined && isBlob(data) && blobType(data) !== '') part.contentType = blobType(data);
     } else {
       throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" must be a string, number, boolean or { data, filename?, contentType? }, not ${kindOf(value)}`);
     }
@@ -153,6 +159,13 @@ const fetchFn = (input, init) => {
       else if (params !== undefined) {
         body = utf8Encode(params);
         if (!hasType()) append(headers, ['content-type', FORM_TYPE]);
+      } else if (isBlob(b)) {
+        body = blobBytes(b);
+        if (!hasType() && blobType(b) !== '') append(headers, ['content-type', blobType(b)]);
+      } else if (isFormData(b)) {
+        // Encoded by the host, as `multipart` is.
+        if (hasType()) throw new TypeErrorCtor('ctx.fetch: a FormData body sets its own content-type (with the boundary); remove the content-type header');
+        request.multipart = formParts(b);
       } else body = copyBytes(toBytes(b, 'ctx.fetch body'));
     }
     request.headers = headers;

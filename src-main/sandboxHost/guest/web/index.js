@@ -7,6 +7,9 @@ import { install as installEvents } from './events.js';
 import { install as installMisc } from './misc.js';
 import { install as installStreams } from './streams.js';
 import { install as installSubtle } from './subtle.js';
+import { install as installBlob } from './blob.js';
+import { install as installFormData } from './formData.js';
+import { install as installFetch } from './fetch.js';
 
 export function installWeb() {
   installDOMException();
@@ -14,4 +17,7 @@ export function installWeb() {
   installMisc();
   installStreams();
   installSubtle();
+  installBlob();
+  installFormData();
+  installFetch();
 }
