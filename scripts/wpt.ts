@@ -295,8 +295,10 @@ if (typeof globalThis.location === 'undefined') {
 // A worker resolves relative URLs given to fetch() and new Request() against its own URL.
 (() => {
   const base = ${JSON.stringify(href)};
+  const RequestClass = globalThis.Request;
+  // Anything but a Request is a URL string to the Fetch standard (String(input), parsed against the base).
   const resolveInput = (args) => {
-    if (typeof args[0] === 'string' || (args[0] && typeof args[0] === 'object' && typeof args[0].href === 'string' && !('method' in args[0]))) {
+    if (args.length > 0 && !(typeof RequestClass === 'function' && args[0] instanceof RequestClass)) {
       try { args[0] = new URL(String(args[0]), base).href; } catch {}
     }
     return args;
