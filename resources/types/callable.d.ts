@@ -164,6 +164,101 @@ declare class Headers implements Iterable<[string, string]> {
   [Symbol.iterator](): IterableIterator<[string, string]>;
 }
 
+// The web platform (WinterTC Minimum Common API): DOMException, events and abort, timers, clock, cloning, streams.
+declare function setInterval(fn: (...args: any[]) => void, ms?: number, ...args: any[]): number;
+declare function clearInterval(handle: number | undefined): void;
+/** A deep copy (Map, Set, Date, RegExp, typed arrays, errors, cycles); throws a DataCloneError DOMException for functions and symbols. */
+declare function structuredClone<T>(value: T, options?: { transfer?: unknown[] }): T;
+/** Logs `error` as an uncaught exception (console.error) without throwing. */
+declare function reportError(error: unknown): void;
+declare var navigator: { readonly userAgent: string };
+/** now(): milliseconds since this call's context was made, in 100 µs steps. */
+declare class Performance extends EventTarget { private constructor(); readonly timeOrigin: number; now(): number; toJSON(): { timeOrigin: number } }
+declare var performance: Performance;
+declare class DOMException extends Error {
+  constructor(message?: string, options?: string | { name?: string; cause?: unknown });
+  readonly name: string; readonly message: string; readonly code: number;
+  static readonly INDEX_SIZE_ERR: 1; static readonly HIERARCHY_REQUEST_ERR: 3; static readonly INVALID_CHARACTER_ERR: 5; static readonly NOT_FOUND_ERR: 8;
+  static readonly NOT_SUPPORTED_ERR: 9; static readonly INVALID_STATE_ERR: 11; static readonly SYNTAX_ERR: 12; static readonly INVALID_ACCESS_ERR: 15;
+  static readonly SECURITY_ERR: 18; static readonly NETWORK_ERR: 19; static readonly ABORT_ERR: 20; static readonly QUOTA_EXCEEDED_ERR: 22;
+  static readonly TIMEOUT_ERR: 23; static readonly DATA_CLONE_ERR: 25;
+}
+interface EventInit { bubbles?: boolean; cancelable?: boolean; composed?: boolean }
+declare class Event {
+  constructor(type: string, eventInitDict?: EventInit);
+  readonly type: string; readonly target: EventTarget | null; readonly srcElement: EventTarget | null; readonly currentTarget: EventTarget | null;
+  composedPath(): EventTarget[]; readonly eventPhase: number; stopPropagation(): void; cancelBubble: boolean; stopImmediatePropagation(): void;
+  readonly bubbles: boolean; readonly cancelable: boolean; returnValue: boolean; preventDefault(): void; readonly defaultPrevented: boolean;
+  readonly composed: boolean; readonly isTrusted: boolean; readonly timeStamp: number;
+  static readonly NONE: 0; static readonly CAPTURING_PHASE: 1; static readonly AT_TARGET: 2; static readonly BUBBLING_PHASE: 3;
+}
+declare class CustomEvent<T = any> extends Event { constructor(type: string, eventInitDict?: EventInit & { detail?: T }); readonly detail: T }
+type EventListenerOrEventListenerObject = ((event: Event) => void) | { handleEvent(event: Event): void };
+interface AddEventListenerOptions { capture?: boolean; once?: boolean; passive?: boolean; signal?: AbortSignal }
+declare class EventTarget {
+  constructor();
+  addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | AddEventListenerOptions): void;
+  removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | { capture?: boolean }): void;
+  dispatchEvent(event: Event): boolean;
+}
+declare class AbortSignal extends EventTarget {
+  private constructor();
+  static abort(reason?: any): AbortSignal;
+  /** Aborts with a TimeoutError DOMException after `milliseconds`; never fires after the run's deadline. */
+  static timeout(milliseconds: number): AbortSignal;
+  static any(signals: Iterable<AbortSignal>): AbortSignal;
+  readonly aborted: boolean; readonly reason: any; throwIfAborted(): void; onabort: ((this: AbortSignal, event: Event) => any) | null;
+}
+declare class AbortController { constructor(); readonly signal: AbortSignal; abort(reason?: any): void }
+interface QueuingStrategy<T = any> { highWaterMark?: number; size?: (chunk: T) => number }
+declare class CountQueuingStrategy implements QueuingStrategy { constructor(init: { highWaterMark: number }); readonly highWaterMark: number; readonly size: (chunk: any) => 1 }
+declare class ByteLengthQueuingStrategy implements QueuingStrategy<ArrayBufferView> { constructor(init: { highWaterMark: number }); readonly highWaterMark: number; readonly size: (chunk: ArrayBufferView) => number }
+type ReadableStreamReadResult<T> = { done: false; value: T } | { done: true; value: T | undefined };
+interface UnderlyingSource<R = any> { start?(controller: ReadableStreamDefaultController<R>): any; pull?(controller: ReadableStreamDefaultController<R>): any; cancel?(reason?: any): any }
+interface UnderlyingByteSource { type: 'bytes'; autoAllocateChunkSize?: number; start?(controller: ReadableByteStreamController): any; pull?(controller: ReadableByteStreamController): any; cancel?(reason?: any): any }
+interface StreamPipeOptions { preventClose?: boolean; preventAbort?: boolean; preventCancel?: boolean; signal?: AbortSignal }
+declare class ReadableStream<R = any> implements AsyncIterable<R> {
+  constructor(underlyingSource: UnderlyingByteSource, strategy?: { highWaterMark?: number });
+  constructor(underlyingSource?: UnderlyingSource<R>, strategy?: QueuingStrategy<R>);
+  static from<R>(iterable: Iterable<R> | AsyncIterable<R>): ReadableStream<R>;
+  readonly locked: boolean;
+  cancel(reason?: any): Promise<void>;
+  getReader(options: { mode: 'byob' }): ReadableStreamBYOBReader;
+  getReader(): ReadableStreamDefaultReader<R>;
+  pipeThrough<T>(transform: { writable: WritableStream<R>; readable: ReadableStream<T> }, options?: StreamPipeOptions): ReadableStream<T>;
+  pipeTo(destination: WritableStream<R>, options?: StreamPipeOptions): Promise<void>;
+  tee(): [ReadableStream<R>, ReadableStream<R>];
+  values(options?: { preventCancel?: boolean }): AsyncIterableIterator<R>;
+  [Symbol.asyncIterator](options?: { preventCancel?: boolean }): AsyncIterableIterator<R>;
+}
+declare class ReadableStreamDefaultReader<R = any> { constructor(stream: ReadableStream<R>); readonly closed: Promise<undefined>; cancel(reason?: any): Promise<void>; read(): Promise<ReadableStreamReadResult<R>>; releaseLock(): void }
+declare class ReadableStreamBYOBReader {
+  constructor(stream: ReadableStream<Uint8Array>); readonly closed: Promise<undefined>; cancel(reason?: any): Promise<void>;
+  read<T extends ArrayBufferView>(view: T, options?: { min?: number }): Promise<ReadableStreamReadResult<T>>; releaseLock(): void;
+}
+declare class ReadableStreamDefaultController<R = any> { private constructor(); readonly desiredSize: number | null; close(): void; enqueue(chunk?: R): void; error(e?: any): void }
+declare class ReadableByteStreamController { private constructor(); readonly byobRequest: ReadableStreamBYOBRequest | null; readonly desiredSize: number | null; close(): void; enqueue(chunk: ArrayBufferView): void; error(e?: any): void }
+declare class ReadableStreamBYOBRequest { private constructor(); readonly view: ArrayBufferView | null; respond(bytesWritten: number): void; respondWithNewView(view: ArrayBufferView): void }
+interface UnderlyingSink<W = any> { start?(controller: WritableStreamDefaultController): any; write?(chunk: W, controller: WritableStreamDefaultController): any; close?(): any; abort?(reason?: any): any }
+declare class WritableStream<W = any> { constructor(underlyingSink?: UnderlyingSink<W>, strategy?: QueuingStrategy<W>); readonly locked: boolean; abort(reason?: any): Promise<void>; close(): Promise<void>; getWriter(): WritableStreamDefaultWriter<W> }
+declare class WritableStreamDefaultWriter<W = any> {
+  constructor(stream: WritableStream<W>); readonly closed: Promise<undefined>; readonly desiredSize: number | null; readonly ready: Promise<undefined>;
+  abort(reason?: any): Promise<void>; close(): Promise<void>; releaseLock(): void; write(chunk?: W): Promise<void>;
+}
+declare class WritableStreamDefaultController { private constructor(); readonly signal: AbortSignal; error(e?: any): void }
+interface Transformer<I = any, O = any> { start?(controller: TransformStreamDefaultController<O>): any; transform?(chunk: I, controller: TransformStreamDefaultController<O>): any; flush?(controller: TransformStreamDefaultController<O>): any; cancel?(reason?: any): any }
+declare class TransformStream<I = any, O = any> { constructor(transformer?: Transformer<I, O>, writableStrategy?: QueuingStrategy<I>, readableStrategy?: QueuingStrategy<O>); readonly readable: ReadableStream<O>; readonly writable: WritableStream<I> }
+declare class TransformStreamDefaultController<O = any> { private constructor(); readonly desiredSize: number | null; enqueue(chunk?: O): void; error(reason?: any): void; terminate(): void }
+declare class TextEncoderStream { constructor(); readonly encoding: 'utf-8'; readonly readable: ReadableStream<Uint8Array>; readonly writable: WritableStream<string> }
+declare class TextDecoderStream {
+  constructor(label?: 'utf-8', options?: { fatal?: boolean; ignoreBOM?: boolean });
+  readonly encoding: 'utf-8'; readonly fatal: boolean; readonly ignoreBOM: boolean; readonly readable: ReadableStream<string>; readonly writable: WritableStream<ArrayBuffer | ArrayBufferView>;
+}
+type CompressionFormat = 'gzip' | 'deflate' | 'deflate-raw';
+declare class CompressionStream { constructor(format: CompressionFormat); readonly readable: ReadableStream<Uint8Array>; readonly writable: WritableStream<ArrayBuffer | ArrayBufferView> }
+/** Decompressed data counts against the function's memoryMb: a bomb ends the run with an out-of-memory error. */
+declare class DecompressionStream { constructor(format: CompressionFormat); readonly readable: ReadableStream<Uint8Array>; readonly writable: WritableStream<ArrayBuffer | ArrayBufferView> }
+
 type BlobPart = string | ArrayBuffer | ArrayBufferView | Blob;
 interface BlobPropertyBag { type?: string; endings?: 'transparent' | 'native' }
 declare class Blob {
