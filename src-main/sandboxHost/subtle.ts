@@ -126,12 +126,11 @@ export class SubtleKeys {
     this.#pending++;
     this.#heldBytes += checked.bytes;
     this.#reservedKeys += checked.keys;
-    const closedBefore = (): boolean => this.#closed;
     const runNow = (): void => {
-      if (closedBefore()) return;
+      if (this.#closed) return;
       this.#running++;
-      checked
-        .work()
+      // A work function that throws at once fails like one that rejects.
+      new Promise((resolve) => resolve(checked.work()))
         .then(
           (value) => ({ ok: true, value }),
           (error: unknown) => ({ ok: false, value: errorAnswer(error) }),
@@ -142,8 +141,8 @@ export class SubtleKeys {
           this.#pending--;
           this.#heldBytes -= checked.bytes;
           this.#reservedKeys -= checked.keys;
-          this.#queue.shift()?.();
           done(answer.ok, answer.value);
+          this.#queue.shift()?.();
         })
         .catch(() => {});
     };
