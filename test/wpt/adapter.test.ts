@@ -24,7 +24,7 @@ interface Report {
 }
 
 describe('npm run wpt', () => {
-  it('runs each .any.js file in the sandbox and counts every subtest: passes, failures, timeouts, a top-level throw and a hung file', () => {
+  it('runs each .any.js file in the sandbox and counts every subtest: passes, failures, timeouts, a top-level throw, a hung file and fetches from the served folder', () => {
     const json = join(tempDir(), 'wpt.json');
     // The checkout root is found by walking up from the directory to resources/testharness.js.
     const run = wpt([join(MINI, 'mini'), '--timeout', '3000', '--json', json]);
@@ -32,7 +32,7 @@ describe('npm run wpt', () => {
     expect(run.code).toBe(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
     const byFile = Object.fromEntries(report.files.map((f) => [f.file + f.variant, f]));
-    expect(Object.keys(byFile).sort()).toEqual(['mini/hangs.any.js', 'mini/pass-fail.any.js', 'mini/slow.any.js', 'mini/throws.any.js', 'mini/variants.any.js?first', 'mini/variants.any.js?second']);
+    expect(Object.keys(byFile).sort()).toEqual(['mini/fetches.any.js', 'mini/hangs.any.js', 'mini/pass-fail.any.js', 'mini/slow.any.js', 'mini/throws.any.js', 'mini/variants.any.js?first', 'mini/variants.any.js?second']);
 
     // META: script= includes share the test's scope; the scope looks like a worker at the test's URL.
     expect(byFile['mini/pass-fail.any.js']!.subtests).toEqual([
@@ -48,10 +48,17 @@ describe('npm run wpt', () => {
     // A file that never yields is stopped at its deadline and counts as one failed subtest.
     expect(byFile['mini/hangs.any.js']).toMatchObject({ harness: 'RUN_FAILED', harnessMessage: expect.stringContaining('timeout'), subtests: [] });
 
-    // 3 + 1 + 1 + 1 + 1 passed; 4 + 2 + 1 + 1 + 1 subtests and the hung file.
-    expect(report.rows).toEqual([{ dir: 'mini', files: 6, passed: 7, total: 10 }]);
-    expect(run.stdout).toMatch(/^mini\s+6\s+7\/10\s+70\.0%$/m);
-    expect(run.stdout).toMatch(/^total\s+6\s+7\/10\s+70\.0%$/m);
+    // The WPT folder is served on 127.0.0.1: relative fetches work, Python handlers answer 501 and are listed.
+    expect(byFile['mini/fetches.any.js']!.subtests).toEqual([
+      { name: 'fetches a file of the checkout by a URL relative to the test', status: 'PASS', message: null },
+      { name: 'asks for a Python handler', status: 'FAIL', message: expect.stringContaining('expected 200 but got 501') },
+    ]);
+    expect(run.stdout).toContain('  mini/fetches.any.js: /mini/resources/handler.py');
+
+    // 1 + 3 + 1 + 1 + 1 + 1 passed; 2 + 4 + 2 + 1 + 1 + 1 subtests and the hung file.
+    expect(report.rows).toEqual([{ dir: 'mini', files: 7, passed: 8, total: 12 }]);
+    expect(run.stdout).toMatch(/^mini\s+7\s+8\/12\s+66\.7%$/m);
+    expect(run.stdout).toMatch(/^total\s+7\s+8\/12\s+66\.7%$/m);
     expect(run.stdout).toContain('mini/throws.any.js: ERROR (uncaught at the top level: Error: broken on purpose)');
     expect(run.stdout).toContain('mini/hangs.any.js: RUN_FAILED');
 
@@ -65,10 +72,11 @@ describe('npm run wpt', () => {
     expect(run.stdout).toContain('global=window: no worker or shell scope (browser only) (1): mini/window-only.any.js');
   });
 
-  it('takes the checkout from WPT_ROOT and runs one file with its directory relative to it', () => {
-    const run = wpt(['mini/variants.any.js'], { ...process.env, WPT_ROOT: MINI });
+  it('takes the checkout from WPT_ROOT, a directory relative to it, and only the files --filter names, one at a time with --jobs 1', () => {
+    const run = wpt(['mini', '--filter', 'variants', '--jobs', '1'], { ...process.env, WPT_ROOT: MINI });
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^mini\/variants\.any\.js\s+2\s+2\/2\s+100\.0%$/m);
+    expect(run.stdout).toMatch(/^mini\s+2\s+2\/2\s+100\.0%$/m);
+    expect(run.stderr).not.toContain('pass-fail');
   });
 
   it('refuses bad arguments with one line and exit code 2', () => {
