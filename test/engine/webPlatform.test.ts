@@ -98,7 +98,8 @@ describe('events and abort', () => {
        let busy;
        t.addEventListener('nested', (e) => { try { t.dispatchEvent(e); } catch (err) { busy = err.name; } });
        t.dispatchEvent(new Event('nested'));
-       return { seen, notCanceled, prevented: ev.defaultPrevented, phaseAfter: ev.eventPhase, target: ev.target === t, busy };`,
+       const legacy = new Event('old', { cancelable: true }); legacy.preventDefault(); legacy.initEvent('renamed', true);
+       return { seen, notCanceled, prevented: ev.defaultPrevented, phaseAfter: ev.eventPhase, target: ev.target === t, busy, legacy: [legacy.type, legacy.bubbles, legacy.cancelable, legacy.defaultPrevented] };`,
     );
     expect(got.seen).toEqual(['capture', 'a:2:true', 'object:true', 'once', 'removed', 'signalled', '|', 'capture', 'a:2:true', 'object:true', '|', 's1']);
     expect(got.notCanceled).toBe(true); // the only preventDefault was in a passive listener
@@ -106,6 +107,7 @@ describe('events and abort', () => {
     expect(got.phaseAfter).toBe(0);
     expect(got.target).toBe(true);
     expect(got.busy).toBe('InvalidStateError');
+    expect(got.legacy).toEqual(['renamed', true, false, false]);
   });
 
   it("reports a listener's exception as an error log line and goes on", async () => {

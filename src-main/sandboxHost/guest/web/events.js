@@ -214,6 +214,16 @@ const make = () => {
     get timeStamp() {
       return this.#timeStamp;
     }
+    /** The legacy initializer: does nothing while the event is being dispatched. @param {unknown} type @param {unknown} [bubbles] @param {unknown} [cancelable] */
+    initEvent(type, bubbles = false, cancelable = false) {
+      needArgs(arguments.length, 1, 'Event.initEvent');
+      if (this.#dispatching) return;
+      this.#stopPropagation = this.#stopImmediate = this.#canceled = this.#trusted = false;
+      this.#target = null;
+      this.#type = str(type);
+      this.#bubbles = !!bubbles;
+      this.#cancelable = !!cancelable;
+    }
 
     static {
       isEvent = (value) => value !== null && typeof value === 'object' && #type in value;
