@@ -13,8 +13,6 @@ import {
   TypeErrorCtor,
   Uint8ArrayCtor,
   TypedArrayBuffer,
-  TypedArrayByteOffset,
-  TypedArrayByteLength,
   ArrayBufferByteLength,
   WeakMapCtor,
   WeakMapGet,
@@ -33,12 +31,16 @@ import {
 import { start } from '../host.js';
 import { defineGlobal } from '../globals.js';
 import { DOMException } from './domException.js';
+import { viewOf } from './blob.js';
 
 /**
  * What the guest knows of a key: its handle in the host's table and its public attributes.
  * @typedef {{ handle: number, type: string, extractable: boolean, algorithm: object, usages: string[] }} KeySlots
  */
 
+// Captured with the rest of the guest runtime, before any function code runs.
+const ObjectHasOwn = Object.hasOwn;
+const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
 /** @type {WeakMap<object, KeySlots>} */
 const keySlots = new WeakMapCtor();
 /** Lets the internal code (and only it) construct the interface objects. */
@@ -64,27 +66,11 @@ const slotsOf = (value, what) => {
   return slots;
 };
 
-// Captured with the rest of the guest runtime, before any function code runs.
-const DataViewPrototype = DataView.prototype;
-const ObjectHasOwn = Object.hasOwn;
-const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
-/** @param {string} name */
-const dataViewGetter = (name) => /** @type {() => any} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(DataViewPrototype, name)).get);
-const DataViewBuffer = dataViewGetter('buffer');
-const DataViewByteOffset = dataViewGetter('byteOffset');
-const DataViewByteLength = dataViewGetter('byteLength');
-
 /** A BufferSource as bytes (a view of the same memory: the host's copy is taken when the call starts). @param {unknown} value @param {string} what */
 const bufferSource = (value, what) => {
   if (isArrayBuffer(value)) return new Uint8ArrayCtor(value, 0, call(ArrayBufferByteLength, value));
   if (ArrayBufferIsView(value)) {
-    if (isBytes(value)) return value;
-    try {
-      return new Uint8ArrayCtor(call(TypedArrayBuffer, value), call(TypedArrayByteOffset, value), call(TypedArrayByteLength, value));
-    } catch {
-      // Not a typed array: the only other view is a DataView (whose getters throw for anything else).
-      return new Uint8ArrayCtor(call(DataViewBuffer, value), call(DataViewByteOffset, value), call(DataViewByteLength, value));
-    }
+    return isBytes(value) ? value : viewOf(/** @type {ArrayBufferView} */ (value));
   }
   throw new TypeErrorCtor(`crypto.subtle: ${what} must be an ArrayBuffer or a view of one`);
 };
