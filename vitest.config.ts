@@ -57,7 +57,19 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
         },
       },
-      { extends: true, test: { name: 'e2e', include: E2E_FILES, ...real, maxWorkers: MAX_WORKERS.e2e, sequence: { groupOrder: 2 } } },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: E2E_FILES,
+          ...real,
+          maxWorkers: MAX_WORKERS.e2e,
+          sequence: { groupOrder: 2 },
+          // What the page shows after a bridge call the engine process answers (reading a spec, a run):
+          // vitest's 1 s default for expect.poll is less than that can take on a loaded 2-core machine.
+          expect: { poll: { timeout: 10_000 } },
+        },
+      },
     ],
   },
 });

@@ -3,7 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { describe, expect, it } from 'vitest';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { vendorServer } from '../support/vendor.ts';
-import { studioSession } from './studioPage.ts';
+import { studioSession } from './fixture.ts';
 
 // An agent's `callable mcp` asks the person at the studio before a destructive call: the window
 // shows what would run, and nothing reaches the vendor until the person allows it.

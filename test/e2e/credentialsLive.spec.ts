@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
-import { studioSession } from './studioPage.ts';
+import { studioSession } from './fixture.ts';
 
 /** The real `callable` command in its own process, on the studio's data folder; `stdin` is written and closed. */
 function callable(dataDir: string, args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {

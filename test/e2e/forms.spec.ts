@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStudio, type Studio } from './harness.ts';
-import { StudioPage } from './studioPage.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { studioSession } from './fixture.ts';
 
 /** What vendor schemas contain: $defs + $ref, nested objects, a oneOf, an array of objects, a titled enum, formats, defaults, required. */
 const ORDER_SCHEMA = {
@@ -64,34 +63,27 @@ const ORDER_SCHEMA = {
 };
 
 describe('the console form, from a real vendor-style JSON Schema', () => {
-  let studio: Studio;
-  let ui: StudioPage;
+  const session = studioSession();
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
-    studio = await openStudio();
-    ui = new StudioPage(studio.page);
     // Errors the page logs (the test server has no favicon, which Chromium asks for on its own: not the page's doing).
-    studio.page.on('console', (m) => {
+    session.studio.page.on('console', (m) => {
       if ((m.type() === 'error' || /Content.Security.Policy/i.test(m.text())) && !m.location().url.endsWith('/favicon.ico')) consoleErrors.push(`${m.text()} ${m.location().url}`);
     });
     // Any CSP violation in the page (rjsf's own ajv would need 'unsafe-eval'), as the browser reports it.
-    await studio.page.evaluate(() => {
+    await session.studio.page.evaluate(() => {
       const seen: string[] = [];
       (window as unknown as { __cspViolations: string[] }).__cspViolations = seen;
       document.addEventListener('securitypolicyviolation', (e) => seen.push(`${e.violatedDirective} ${e.blockedURI}`));
     });
   }, 60_000);
 
-  afterAll(async () => {
-    await studio?.close();
-  });
-
   it('fills $ref, oneOf, array and enum fields, flags a bad email as it is typed, and runs with exactly those arguments', async () => {
-    await studio.call('functions:save', { spec: { name: 'place_order', inputSchema: ORDER_SCHEMA }, source: 'export default (args: unknown) => args;\n' });
-    await ui.openFunction('place_order');
-    await ui.tab('Test console');
-    const page = studio.page;
+    await session.studio.call('functions:save', { spec: { name: 'place_order', inputSchema: ORDER_SCHEMA }, source: 'export default (args: unknown) => args;\n' });
+    await session.ui.openFunction('place_order');
+    await session.ui.tab('Test console');
+    const page = session.studio.page;
 
     await page.locator('#arg_customer_name').fill('Ada');
     await page.locator('#arg_customer_email').fill('ada-at-example');
@@ -101,7 +93,7 @@ describe('the console form, from a real vendor-style JSON Schema', () => {
     await expect.poll(() => page.getByTestId('args-problems').textContent()).toMatch(/^\d+ problems? in the arguments: a run would be refused$/);
     // Its tooltip lists them as a run would report them.
     expect(await page.getByTestId('args-problems').getAttribute('title')).toContain('customer.email must match pattern');
-    await ui.screenshot('forms-01-bad-email');
+    await session.ui.screenshot('forms-01-bad-email');
 
     // $ref'd object inside a nested object.
     await page.locator('#arg_customer_address_city').fill('London');
@@ -130,7 +122,7 @@ describe('the console form, from a real vendor-style JSON Schema', () => {
     await page.locator('#arg_customer_email').fill('ada@example.com');
     await expect.poll(() => emailField.locator('.text-danger').count()).toBe(0);
     await expect.poll(() => page.getByTestId('args-problems').count()).toBe(0);
-    await ui.screenshot('forms-02-filled');
+    await session.ui.screenshot('forms-02-filled');
 
     const expected = {
       customer: { name: 'Ada', email: 'ada@example.com', address: { city: 'London' } },
@@ -142,7 +134,7 @@ describe('the console form, from a real vendor-style JSON Schema', () => {
     const result = page.locator('[data-testid=run-result]');
     await result.waitFor();
     await expect.poll(() => result.locator('.badge').textContent()).toBe('ok');
-    const [run] = await studio.call('runs:list', { name: 'place_order', limit: 1 });
+    const [run] = await session.studio.call('runs:list', { name: 'place_order', limit: 1 });
     expect(run?.args).toEqual(expected);
 
     // Raw JSON edits the same text; back in the form, the data picks its oneOf branch again.
@@ -153,16 +145,16 @@ describe('the console form, from a real vendor-style JSON Schema', () => {
     await expect.poll(() => page.locator('#arg_delivery_store').inputValue()).toBe('Soho');
     expect(await page.locator('#arg_customer_email').inputValue()).toBe('ada@example.com');
 
-    expect(studio.pageErrors).toEqual([]);
+    expect(session.studio.pageErrors).toEqual([]);
     expect(consoleErrors).toEqual([]);
     expect(await page.evaluate(() => (window as unknown as { __cspViolations: string[] }).__cspViolations)).toEqual([]);
   }, 60_000);
 
   it('shows the missing fields of the oneOf branch chosen, not those of the other branch, and a run refuses the same arguments', async () => {
-    await studio.call('functions:save', { spec: { name: 'only_host', inputSchema: ORDER_SCHEMA }, source: 'export default (args: unknown) => args;\n' });
-    await ui.openFunction('only_host');
-    await ui.tab('Test console');
-    const page = studio.page;
+    await session.studio.call('functions:save', { spec: { name: 'only_host', inputSchema: ORDER_SCHEMA }, source: 'export default (args: unknown) => args;\n' });
+    await session.ui.openFunction('only_host');
+    await session.ui.tab('Test console');
+    const page = session.studio.page;
     await page.locator('select', { has: page.locator('option', { hasText: 'Courier' }) }).selectOption({ label: 'Courier' });
     // The Courier branch's missing date is reported at its field, not the Pickup branch's missing store.
     const dateField = page.locator('.form-group', { has: page.locator('#arg_delivery_date') }).last();
@@ -173,24 +165,24 @@ describe('the console form, from a real vendor-style JSON Schema', () => {
     const result = page.locator('[data-testid=run-result]');
     await expect.poll(() => result.textContent()).toContain('invalid arguments');
     await expect.poll(() => result.textContent()).toContain('args.customer.name is required');
-    expect(studio.pageErrors).toEqual([]);
+    expect(session.studio.pageErrors).toEqual([]);
   }, 60_000);
 
   it('validates through the bridge as runs do: 2020-12 by default, draft-07 when declared, formats not checked, other dialects refused in one line', async () => {
     const tuple = { type: 'object', properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'number' }] } } };
     // draft-07 reads an array "items" as a tuple: the second element must be a number.
-    const draft07 = await studio.call('schemas:validate', { schema: { $schema: 'http://json-schema.org/draft-07/schema#', ...tuple }, value: { pair: ['a', 'b'] } });
+    const draft07 = await session.studio.call('schemas:validate', { schema: { $schema: 'http://json-schema.org/draft-07/schema#', ...tuple }, value: { pair: ['a', 'b'] } });
     expect(draft07.problems.map((p) => [p.instancePath, p.keyword])).toEqual([['/pair/1', 'type']]);
     // Without "$schema" the schema is 2020-12, where an array "items" is not valid (as a save says too).
-    await expect(studio.call('schemas:validate', { schema: tuple, value: {} })).rejects.toMatchObject({ code: 'bad_input', message: expect.stringContaining('inputSchema is not a valid JSON Schema 2020-12: schema is invalid: data/properties/pair/items must be object,boolean') });
-    await expect(studio.call('schemas:validate', { schema: { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }, value: {} })).rejects.toMatchObject({
+    await expect(session.studio.call('schemas:validate', { schema: tuple, value: {} })).rejects.toMatchObject({ code: 'bad_input', message: expect.stringContaining('inputSchema is not a valid JSON Schema 2020-12: schema is invalid: data/properties/pair/items must be object,boolean') });
+    await expect(session.studio.call('schemas:validate', { schema: { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }, value: {} })).rejects.toMatchObject({
       code: 'bad_input',
       message: expect.stringContaining('"$schema" is JSON Schema draft-04, which Callable Studio does not validate'),
     });
     // Formats are not checked, as in a run: a schema-valid value with a bad email passes.
-    expect((await studio.call('schemas:validate', { schema: { type: 'object', properties: { to: { type: 'string', format: 'email' } } }, value: { to: 'nope' } })).problems).toEqual([]);
+    expect((await session.studio.call('schemas:validate', { schema: { type: 'object', properties: { to: { type: 'string', format: 'email' } } }, value: { to: 'nope' } })).problems).toEqual([]);
     // At most 100 problems come back.
     const many = Array.from({ length: 150 }, (_, i) => `p${i}`);
-    expect((await studio.call('schemas:validate', { schema: { type: 'object', required: many }, value: {} })).problems).toHaveLength(100);
+    expect((await session.studio.call('schemas:validate', { schema: { type: 'object', required: many }, value: {} })).problems).toHaveLength(100);
   });
 });

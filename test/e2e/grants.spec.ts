@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { studioSession } from './studioPage.ts';
+import { studioSession } from './fixture.ts';
 
 const credential = (name: string) => ({ name, hosts: ['api.example.com'], placement: { kind: 'header' as const, header: 'X-Key', template: '{secret}' } });
 

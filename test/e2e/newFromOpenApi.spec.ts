@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vendorServer } from '../support/vendor.ts';
-import { openStudio, type Studio } from './harness.ts';
-import { StudioPage } from './studioPage.ts';
+import { studioSession } from './fixture.ts';
 
 /** A small OpenAPI 3.0 spec whose server is the local stand-in for the vendor. */
 function thingsApi(port: number): object {
@@ -40,8 +39,7 @@ function thingsApi(port: number): object {
 }
 
 describe('"New function" started from an OpenAPI operation', () => {
-  let studio: Studio;
-  let ui: StudioPage;
+  const session = studioSession();
   let vendor: Awaited<ReturnType<typeof vendorServer>>;
   let dir: string;
   let specFile: string;
@@ -67,16 +65,13 @@ describe('"New function" started from an OpenAPI operation', () => {
     dir = mkdtempSync(join(tmpdir(), 'callable-e2e-openapi-'));
     specFile = join(dir, 'things.json');
     writeFileSync(specFile, JSON.stringify(thingsApi(vendor.port), null, 2));
-    studio = await openStudio();
-    ui = new StudioPage(studio.page);
   }, 60_000);
 
   afterAll(async () => {
-    await studio?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const dialog = () => ui.page.getByRole('dialog', { name: 'New function' });
+  const dialog = () => session.ui.page.getByRole('dialog', { name: 'New function' });
 
   const operationSelect = () => dialog().getByLabel('Operation');
   const createButton = () => dialog().getByRole('button', { name: 'Create' });
@@ -89,7 +84,7 @@ describe('"New function" started from an OpenAPI operation', () => {
 
   /** Opens the dialog on "An OpenAPI operation" and gives the spec's path, leaving the field as a user does (Tab) so its operations are read. */
   const giveSpec = async (file: string): Promise<void> => {
-    await ui.page.getByRole('button', { name: 'New function' }).click();
+    await session.ui.page.getByRole('button', { name: 'New function' }).click();
     await dialog().getByLabel('Start from').selectOption({ label: 'An OpenAPI operation' });
     await respecify(file);
   };
@@ -107,21 +102,21 @@ describe('"New function" started from an OpenAPI operation', () => {
     await createButton().click();
   };
 
-  const codeText = async (): Promise<string> => ((await ui.page.locator('[data-testid=code-editor] .view-lines').textContent()) ?? '').replace(/\s/g, '');
-  const inputSchemaText = async (): Promise<string> => ((await ui.page.locator('.schema-editor').first().locator('.view-lines').textContent()) ?? '').replace(/\s/g, '');
-  const listedFunctions = async (): Promise<string[]> => (await ui.page.getByRole('listbox', { name: 'Functions' }).getByRole('option').allTextContents()).sort();
+  const codeText = async (): Promise<string> => ((await session.ui.page.locator('[data-testid=code-editor] .view-lines').textContent()) ?? '').replace(/\s/g, '');
+  const inputSchemaText = async (): Promise<string> => ((await session.ui.page.locator('.schema-editor').first().locator('.view-lines').textContent()) ?? '').replace(/\s/g, '');
+  const listedFunctions = async (): Promise<string[]> => (await session.ui.page.getByRole('listbox', { name: 'Functions' }).getByRole('option').allTextContents()).sort();
 
   it('makes a function from a GET operation with a path and a query parameter, and running it calls the vendor', async () => {
     const base = `http://127.0.0.1:${vendor.port}`;
     // The operations are read from the spec once its path is given: the first is preselected.
     await giveSpec(specFile);
     await expect.poll(operationOptions).toEqual({ options: THINGS_OPERATIONS, selected: THINGS_OPERATIONS[0] });
-    await ui.screenshot('new-from-openapi-00-operations');
+    await session.ui.screenshot('new-from-openapi-00-operations');
     await dialog().getByLabel('Function name').fill('get_thing');
     await createButton().click();
     // Nothing to note and no credential: the dialog closes on the new function's code.
     await dialog().waitFor({ state: 'detached' });
-    await ui.page.locator('.fn-title', { hasText: 'get_thing' }).waitFor();
+    await session.ui.page.locator('.fn-title', { hasText: 'get_thing' }).waitFor();
     expect(await listedFunctions()).toEqual(['get_thing']);
     await expect.poll(codeText).toContain(`constres=awaitctx.fetch(url.href,{method:"GET",`);
     const code = await codeText();
@@ -129,37 +124,37 @@ describe('"New function" started from an OpenAPI operation', () => {
     expect(code).toContain(`consturl=newURL("${base}/v1/things/"+encodeURIComponent(String(args["thingId"])));`);
     expect(code).toContain(`if(args["fields"]!==undefined&&args["fields"]!==null)url.searchParams.append("fields",String(args["fields"]));`);
     expect(code).toContain('"Accept":"application/json"');
-    await ui.screenshot('new-from-openapi-01-code');
+    await session.ui.screenshot('new-from-openapi-01-code');
 
-    await ui.tab('Schema & settings');
-    expect(await ui.page.locator('#fn-hosts').inputValue()).toBe(`127.0.0.1:${vendor.port}`);
-    expect(await ui.page.locator('#fn-title').inputValue()).toBe('Get one thing');
-    expect(await ui.page.getByRole('checkbox', { name: 'Read-only (does not change anything)' }).isChecked()).toBe(true);
+    await session.ui.tab('Schema & settings');
+    expect(await session.ui.page.locator('#fn-hosts').inputValue()).toBe(`127.0.0.1:${vendor.port}`);
+    expect(await session.ui.page.locator('#fn-title').inputValue()).toBe('Get one thing');
+    expect(await session.ui.page.getByRole('checkbox', { name: 'Read-only (does not change anything)' }).isChecked()).toBe(true);
     // Monaco draws only the lines in view: the schema's beginning, with the spec's parameter names.
     await expect.poll(inputSchemaText).toContain('{"type":"object","properties":{"thingId":{"type":"string"},"fields":{"type":"string"}},"required":["thingId"]');
-    expect((await studio.call('functions:get', { name: 'get_thing' })).inputSchema).toEqual({
+    expect((await session.studio.call('functions:get', { name: 'get_thing' })).inputSchema).toEqual({
       type: 'object',
       properties: { thingId: { type: 'string' }, fields: { type: 'string' } },
       required: ['thingId'],
       additionalProperties: false,
     });
-    await ui.screenshot('new-from-openapi-02-settings');
+    await session.ui.screenshot('new-from-openapi-02-settings');
 
     // Run it from the console: the path parameter is encoded, the query parameter sent as given.
-    const result = await ui.run({ thingId: 'box 7', fields: 'name,size' });
+    const result = await session.ui.run({ thingId: 'box 7', fields: 'name,size' });
     await expect.poll(() => result.textContent()).toContain('named box 7 with name,size');
     expect(vendor.seen).toHaveLength(1);
     expect(vendor.seen[0]).toMatchObject({ method: 'GET', url: '/v1/things/box%207?fields=name%2Csize', body: '' });
     expect(vendor.seen[0]!.headers.accept).toBe('application/json');
-    await ui.screenshot('new-from-openapi-03-run');
-    expect(studio.pageErrors).toEqual([]);
+    await session.ui.screenshot('new-from-openapi-03-run');
+    expect(session.studio.pageErrors).toEqual([]);
   }, 90_000);
 
   it('makes a function from a POST operation with a JSON body, picked from the operations the spec lists, and running it sends the body', async () => {
     const base = `http://127.0.0.1:${vendor.port}`;
     await newFromOpenApi('create_thing', specFile, THINGS_OPERATIONS[2]!);
     await dialog().waitFor({ state: 'detached' });
-    await ui.page.locator('.fn-title', { hasText: 'create_thing' }).waitFor();
+    await session.ui.page.locator('.fn-title', { hasText: 'create_thing' }).waitFor();
     expect(await listedFunctions()).toEqual(['create_thing', 'get_thing']);
     await expect.poll(codeText).toContain(`constres=awaitctx.fetch(url.href,{method:"POST",json,`);
     const code = await codeText();
@@ -167,27 +162,27 @@ describe('"New function" started from an OpenAPI operation', () => {
     expect(code).toContain(`if(args["name"]!==undefined)json["name"]=args["name"];`);
     expect(code).toContain(`if(args["size"]!==undefined)json["size"]=args["size"];`);
 
-    await ui.tab('Schema & settings');
-    expect(await ui.page.locator('#fn-hosts').inputValue()).toBe(`127.0.0.1:${vendor.port}`);
-    expect(await ui.page.getByRole('checkbox', { name: 'Read-only (does not change anything)' }).isChecked()).toBe(false);
+    await session.ui.tab('Schema & settings');
+    expect(await session.ui.page.locator('#fn-hosts').inputValue()).toBe(`127.0.0.1:${vendor.port}`);
+    expect(await session.ui.page.getByRole('checkbox', { name: 'Read-only (does not change anything)' }).isChecked()).toBe(false);
     await expect.poll(inputSchemaText).toContain('{"type":"object","properties":{"name":{"type":"string"},"size":{"type":"integer"}},"required":["name"]');
-    await ui.screenshot('new-from-openapi-04-post-settings');
+    await session.ui.screenshot('new-from-openapi-04-post-settings');
 
-    const result = await ui.run({ name: 'crate', size: 4 });
+    const result = await session.ui.run({ name: 'crate', size: 4 });
     await expect.poll(() => result.textContent()).toContain('thing-crate-4');
     expect(vendor.seen).toHaveLength(2);
     expect(vendor.seen[1]).toMatchObject({ method: 'POST', url: '/v1/things' });
     expect(vendor.seen[1]!.headers['content-type']).toMatch(/^application\/json\b/);
     expect(JSON.parse(vendor.seen[1]!.body)).toEqual({ name: 'crate', size: 4 });
-    await ui.screenshot('new-from-openapi-05-post-run');
+    await session.ui.screenshot('new-from-openapi-05-post-run');
 
     // Back to the GET function: an optional query parameter left out is not sent.
-    await ui.openFunction('get_thing');
-    const again = await ui.run({ thingId: 'lid' });
+    await session.ui.openFunction('get_thing');
+    const again = await session.ui.run({ thingId: 'lid' });
     await expect.poll(() => again.textContent()).toContain('named lid');
     expect(vendor.seen).toHaveLength(3);
     expect(vendor.seen[2]).toMatchObject({ method: 'GET', url: '/v1/things/lid' });
-    expect(studio.pageErrors).toEqual([]);
+    expect(session.studio.pageErrors).toEqual([]);
   }, 90_000);
 
   it('says in one line what is wrong with a spec path when its operations are read, or with an operation the spec no longer has, and creates nothing', async () => {
@@ -206,7 +201,7 @@ describe('"New function" started from an OpenAPI operation', () => {
     expect(await operationSelect().isDisabled()).toBe(true);
     await dialog().getByLabel('Function name').fill('broken');
     expect(await createButton().isDisabled()).toBe(true);
-    await ui.screenshot('new-from-openapi-06-missing');
+    await session.ui.screenshot('new-from-openapi-06-missing');
 
     // A file that is not a spec: the same dialog, the line now says why.
     await respecify(notes);
@@ -231,13 +226,13 @@ describe('"New function" started from an OpenAPI operation', () => {
     await createButton().click();
     await alert.waitFor();
     expect(await alert.allTextContents()).toEqual([`${changing} has no operation "createThing"; it has 2: getThing, DELETE /things/{thingId}`]);
-    await ui.screenshot('new-from-openapi-07-no-operation');
+    await session.ui.screenshot('new-from-openapi-07-no-operation');
 
     await dialog().getByRole('button', { name: 'Cancel' }).click();
     await dialog().waitFor({ state: 'detached' });
     expect(await listedFunctions()).toEqual(['create_thing', 'get_thing']);
-    expect((await studio.call('functions:list', {})).map((f) => f.name).sort()).toEqual(['create_thing', 'get_thing']);
+    expect((await session.studio.call('functions:list', {})).map((f) => f.name).sort()).toEqual(['create_thing', 'get_thing']);
     expect(vendor.seen).toHaveLength(3);
-    expect(studio.pageErrors).toEqual([]);
+    expect(session.studio.pageErrors).toEqual([]);
   }, 60_000);
 });

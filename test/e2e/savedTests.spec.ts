@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { vendorServer } from '../support/vendor.ts';
-import { openStudio, type Studio } from './harness.ts';
-import { StudioPage } from './studioPage.ts';
+import { studioSession } from './fixture.ts';
 
 describe('saved tests in the studio', () => {
-  let studio: Studio;
-  let ui: StudioPage;
+  const session = studioSession();
   let vendor: Awaited<ReturnType<typeof vendorServer>>;
 
   beforeAll(async () => {
@@ -13,77 +11,71 @@ describe('saved tests in the studio', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ price: req.body.includes('apple') ? 3 : 5 }));
     });
-    studio = await openStudio();
-    ui = new StudioPage(studio.page);
   }, 60_000);
-
-  afterAll(async () => {
-    await studio?.close();
-  });
 
   const source = (factor: string) =>
     `export default async function (args: { item: string }, ctx: Ctx) {\n  const r = await ctx.fetch('http://127.0.0.1:${vendor.port}/v1/quote', { method: 'POST', json: { item: args.item } });\n  return { item: args.item, price: (await r.json()).price${factor} };\n}\n`;
 
   it('saves a test from the console, sees it pass offline, breaks the function and sees the diff', async () => {
-    await studio.call('functions:save', {
+    await session.studio.call('functions:save', {
       spec: { name: 'quote', description: 'quotes a price', allowedHosts: [`127.0.0.1:${vendor.port}`], inputSchema: { type: 'object', properties: { item: { type: 'string' } } } },
       source: source(''),
     });
-    await ui.openFunction('quote');
-    await ui.page.locator('.fn-title', { hasText: 'quote' }).waitFor();
+    await session.ui.openFunction('quote');
+    await session.ui.page.locator('.fn-title', { hasText: 'quote' }).waitFor();
 
-    const result = await ui.run({ item: 'apple' });
+    const result = await session.ui.run({ item: 'apple' });
     await expect.poll(() => result.textContent()).toContain('price: 3');
     await result.getByRole('button', { name: 'Save as test' }).click();
     await result.getByLabel('Test case name').fill('apple');
     await result.getByRole('button', { name: 'Save test' }).click();
-    await ui.page.getByText('Saved test case apple (1 request)').waitFor();
-    await ui.screenshot('saved-tests-01-console');
+    await session.ui.page.getByText('Saved test case apple (1 request)').waitFor();
+    await session.ui.screenshot('saved-tests-01-console');
 
     // Offline from here: the vendor is gone, the replay answers from the recording.
     await new Promise<void>((resolve) => vendor.server.close(() => resolve()));
     const seen = vendor.seen.length;
-    await ui.page.getByRole('tab', { name: 'Tests' }).click();
-    const row = ui.page.getByTestId('test-case-apple');
+    await session.ui.page.getByRole('tab', { name: 'Tests' }).click();
+    const row = session.ui.page.getByTestId('test-case-apple');
     await row.waitFor();
-    await ui.page.getByRole('button', { name: 'Run all' }).click();
+    await session.ui.page.getByRole('button', { name: 'Run all' }).click();
     await expect.poll(() => row.locator('.badge').textContent()).toBe('pass');
     expect(vendor.seen.length).toBe(seen);
-    await ui.screenshot('saved-tests-02-pass');
+    await session.ui.screenshot('saved-tests-02-pass');
 
     // Break the function: the price doubles. The case fails with expected and actual side by side.
-    await ui.replaceCode(source(' * 2'));
-    await ui.save();
-    await expect.poll(async () => (await studio.call('functions:get', { name: 'quote' })).revision).toBe(2);
-    await ui.page.getByRole('tab', { name: 'Tests' }).click();
-    await ui.page.getByRole('button', { name: 'Run all' }).click();
-    await expect.poll(() => ui.page.getByTestId('test-case-apple').locator('.badge').textContent()).toBe('fail');
-    const failure = ui.page.getByTestId('test-failure-apple');
+    await session.ui.replaceCode(source(' * 2'));
+    await session.ui.save();
+    await expect.poll(async () => (await session.studio.call('functions:get', { name: 'quote' })).revision).toBe(2);
+    await session.ui.page.getByRole('tab', { name: 'Tests' }).click();
+    await session.ui.page.getByRole('button', { name: 'Run all' }).click();
+    await expect.poll(() => session.ui.page.getByTestId('test-case-apple').locator('.badge').textContent()).toBe('fail');
+    const failure = session.ui.page.getByTestId('test-failure-apple');
     expect(await failure.textContent()).toContain('$.price: expected 3, got 6');
     expect(JSON.parse((await failure.getByTestId('test-expected').textContent()) ?? '')).toEqual({ item: 'apple', price: 3 });
     expect(JSON.parse((await failure.getByTestId('test-actual').textContent()) ?? '')).toEqual({ item: 'apple', price: 6 });
-    await ui.screenshot('saved-tests-03-diff');
+    await session.ui.screenshot('saved-tests-03-diff');
 
     // Rename, then delete, from the tab.
-    await ui.page.getByTestId('test-case-apple').getByRole('button', { name: 'Rename' }).click();
-    await ui.page.getByLabel('New case name').fill('apple_price');
-    await ui.page.getByRole('button', { name: 'OK' }).click();
-    await ui.page.getByTestId('test-case-apple_price').waitFor();
-    ui.page.once('dialog', (d) => void d.accept());
-    await ui.page.getByTestId('test-case-apple_price').getByRole('button', { name: 'Delete' }).click();
-    await ui.page.getByText('No saved tests yet.').waitFor();
-    expect(await studio.call('tests:list', { name: 'quote' })).toEqual([]);
-    expect(studio.pageErrors).toEqual([]);
+    await session.ui.page.getByTestId('test-case-apple').getByRole('button', { name: 'Rename' }).click();
+    await session.ui.page.getByLabel('New case name').fill('apple_price');
+    await session.ui.page.getByRole('button', { name: 'OK' }).click();
+    await session.ui.page.getByTestId('test-case-apple_price').waitFor();
+    session.ui.page.once('dialog', (d) => void d.accept());
+    await session.ui.page.getByTestId('test-case-apple_price').getByRole('button', { name: 'Delete' }).click();
+    await session.ui.page.getByText('No saved tests yet.').waitFor();
+    expect(await session.studio.call('tests:list', { name: 'quote' })).toEqual([]);
+    expect(session.studio.pageErrors).toEqual([]);
   }, 90_000);
 
   it('saves a past run from the history as a test', async () => {
-    await ui.tab('History');
-    const firstRow = ui.page.locator('.history-table tbody tr', { hasText: 'console' }).first();
+    await session.ui.tab('History');
+    const firstRow = session.ui.page.locator('.history-table tbody tr', { hasText: 'console' }).first();
     await firstRow.waitFor();
     await firstRow.getByRole('button', { name: 'Save as test' }).click();
     await firstRow.getByLabel('Test case name').fill('from_history');
     await firstRow.getByRole('button', { name: 'Save test' }).click();
-    await ui.page.getByText('Saved test case from_history').waitFor();
-    expect((await studio.call('tests:list', { name: 'quote' })).map((c) => c.name)).toEqual(['from_history']);
+    await session.ui.page.getByText('Saved test case from_history').waitFor();
+    expect((await session.studio.call('tests:list', { name: 'quote' })).map((c) => c.name)).toEqual(['from_history']);
   }, 60_000);
 });

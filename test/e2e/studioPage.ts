@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll } from 'vitest';
-import { openStudio, SCREENSHOTS, type Studio } from './harness.ts';
+import { SCREENSHOTS } from './harness.ts';
 
 /** What a user does in the studio, in the user's words. */
 export class StudioPage {
@@ -82,20 +81,4 @@ export class StudioPage {
     await this.page.getByText('Running…').waitFor({ state: 'detached' });
     return result;
   }
-}
-
-/**
- * One studio for the calling describe block: opened before its tests, closed after them. Read
- * `session.studio` and `session.ui` inside tests (they are set once the block starts).
- */
-export function studioSession(options: { dataDir?: string } = {}): { studio: Studio; ui: StudioPage } {
-  const session = {} as { studio: Studio; ui: StudioPage };
-  beforeAll(async () => {
-    session.studio = await openStudio(options);
-    session.ui = new StudioPage(session.studio.page);
-  }, 60_000);
-  afterAll(async () => {
-    await session.studio?.close();
-  });
-  return session;
 }
