@@ -337,16 +337,20 @@ const makeTransforms = (TransformStream) => {
           throw new TypeErrorCtor(`DecompressionStream: the ${f} data is not valid: ${message}`);
         }
       };
+      let received = 0;
       this.#transform = new TransformStream({
         /** @param {unknown} chunk @param {any} c */
         transform(chunk, c) {
           controller = c;
           const bytes = bufferSourceCopy(chunk, 'DecompressionStream');
+          received += bytes.length;
           for (let at = 0; at < bytes.length; at += INFLATE_SLICE) push(bytes.subarray(at, at + INFLATE_SLICE), false);
         },
         /** @param {any} c */
         flush(c) {
           controller = c;
+          // No data at all is a truncated stream too (fflate takes it as an empty one).
+          if (received === 0) throw new TypeErrorCtor(`DecompressionStream: the ${f} data ended before its end`);
           push(new Uint8ArrayCtor(0), true);
         },
       });
