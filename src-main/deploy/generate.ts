@@ -68,6 +68,8 @@ interface CatalogEntry {
   annotations?: object | undefined;
   code: string;
   limits: EffectiveLimits;
+  /** ctx.secret's answer for each credential the function lists: its hosts when it may use it, else why not. */
+  secrets: Array<{ name: string; hosts?: string[]; refused?: string }>;
 }
 
 export function secretBinding(credential: string): string {
@@ -130,6 +132,13 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
       annotations: record.annotations,
       code: compiled.code,
       limits,
+      secrets: record.credentials.map((name) => {
+        try {
+          return { name, hosts: engine.credentials.usable(name, record).hosts };
+        } catch (error) {
+          return { name, refused: error instanceof Error ? error.message : String(error) };
+        }
+      }),
     });
     const granted = engine.credentials.grantsOf(record.name);
     const usable = record.credentials.filter((c) => granted.includes(c) && engine.credentials.find(c) !== undefined);

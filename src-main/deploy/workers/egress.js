@@ -10,6 +10,7 @@ import { hostMatches, isHostPatternError, parseHostPattern } from '../../engine/
 import { classifyAddress, isIpLiteral, unbracket } from '../../engine/net/addresses.ts';
 import { notAllowedHostReason } from '../../engine/model/toolResults.ts';
 import { Redactor } from '../../engine/credentials/redact.ts';
+import { hopPlan, placeholderRefusal, requestProblem, RunPlaceholders, swapQuery, urlProblem } from '../../engine/credentials/placeholders.ts';
 import { POLICIES, CREDENTIALS } from 'callable:egress';
 
 const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
@@ -110,7 +111,9 @@ export default {
     const fnName = request.headers.get('x-callable-function');
     const policy = fnName === null ? undefined : POLICIES[fnName];
     const method = request.method.toUpperCase();
-    const display = /** @param {URL} u */ (u) => `${u.protocol}//${u.host}${u.pathname}`;
+    // The call's ctx.secret placeholders (set by the gateway), for the credentials this function may use here.
+    const placeholders = new RunPlaceholders();
+    const display = /** @param {URL} u */ (u) => placeholders.mask(`${u.protocol}//${u.host}${u.pathname}`);
     if (!policy) return refuse('egress_refused', 'egress: the request does not come from a deployed function', []);
     const patterns = patternsOf(policy.allowedHosts);
     const headers = new Headers();
@@ -126,6 +129,13 @@ export default {
       }
       if (lower === 'x-callable-redirect') {
         redirectMode = value;
+        continue;
+      }
+      if (lower === 'x-callable-placeholders') {
+        for (const [placeholder, name] of /** @type {Array<[string, string]>} */ (JSON.parse(value))) {
+          const spec = CREDENTIALS[name];
+          if (spec && policy.credentials.includes(name)) placeholders.adopt(name, spec.hosts, placeholder);
+        }
         continue;
       }
       // workerd adds these itself on the way from the isolate; they are not the function's. The
@@ -152,6 +162,14 @@ export default {
     }
     const body = method === 'GET' || method === 'HEAD' ? undefined : new Uint8Array(await request.arrayBuffer());
     const trace = /** @type {TraceEntry[]} */ ([]);
+    /** A placeholder where it may not go: refused before anything is sent. @param {URL} u @param {{ found: import('../../engine/credentials/placeholders.ts').Found, place: string }} p */
+    const misplaced = (u, p) => {
+      const reason = placeholderRefusal(p.found, p.place, 'nothing was sent').message;
+      trace.push({ method, url: display(u), ms: 0, bytesOut: 0, bytesIn: 0, refused: reason });
+      return refuse('egress_refused', `${method} ${display(u)} refused: ${reason}`, trace);
+    };
+    const inRequest = requestProblem(placeholders, headers, body);
+    if (inRequest) return misplaced(new URL(request.url), inRequest);
     let url = new URL(request.url);
     /** @type {string | undefined} */
     let redirectFrom;
@@ -169,14 +187,24 @@ export default {
         trace.push({ method, url: display(url), ms: 0, bytesOut: 0, bytesIn: 0, refused: reason, credential: injection.name });
         return refuse('egress_refused', `${method} ${display(url)} refused: ${reason}`, trace);
       }
+      const inUrl = urlProblem(placeholders, url);
+      if (inUrl) return misplaced(url, inUrl);
+      const plan = hopPlan(placeholders, headers, url, hop);
+      if (plan.refused) return misplaced(url, plan.refused);
+      /** @param {string} name */
+      const secretOf = (name) => /** @type {string} */ (env[/** @type {CredentialSpec} */ (CREDENTIALS[name]).binding]);
+      const missing = plan.used.find((name) => typeof secretOf(name) !== 'string' || secretOf(name) === '');
+      if (missing !== undefined) return refuse('credential_refused', `credential "${missing}" has no secret in this deployment (binding ${/** @type {CredentialSpec} */ (CREDENTIALS[missing]).binding})`, trace);
       const out = new URL(url.href);
-      const outHeaders = new Headers(headers);
+      out.search = swapQuery(placeholders, url.search, secretOf);
+      const outHeaders = new Headers(plan.headers.map(([name, value]) => /** @type {[string, string]} */ ([name, placeholders.swap(value, secretOf).text])));
       if (sendTo && sendTo.header) outHeaders.set(sendTo.header, headerValue(sendTo.template, sendTo.secret));
       if (sendTo && sendTo.query) out.searchParams.set(sendTo.query, sendTo.secret);
       if (!outHeaders.has('user-agent')) outHeaders.set('user-agent', 'CallableStudio/0.1 (workerd)');
       const started = Date.now();
+      const used = [...(sendTo ? [sendTo.name] : []), ...plan.used];
       /** @type {TraceEntry} */
-      const entry = { method, url: display(url), ms: 0, bytesOut: body?.byteLength ?? 0, bytesIn: 0, ...(sendTo ? { credential: sendTo.name } : {}), ...(redirectFrom ? { redirectFrom } : {}) };
+      const entry = { method, url: display(url), ms: 0, bytesOut: body?.byteLength ?? 0, bytesIn: 0, ...(used.length > 0 ? { credential: used.join(', ') } : {}), ...(redirectFrom ? { redirectFrom } : {}) };
       let response;
       try {
         response = await fetch(out.href, { method, headers: outHeaders, body, redirect: 'manual' });

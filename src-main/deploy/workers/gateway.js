@@ -10,6 +10,7 @@ import { CLIENT_INFO_META_KEY, createMcpHandler, hostHeaderValidationResponse, l
 import { originAllowed } from '../../mcp/httpOrigin.ts';
 import { formatAjvErrors } from '../../engine/functions/schemas.ts';
 import { describeToolFailure, fetchLimitMessage, resultTooLargeMessage, timeoutMessage, toolErrorResult } from '../../engine/model/toolResults.ts';
+import { placeholderRefusal, RunPlaceholders } from '../../engine/credentials/placeholders.ts';
 import { CATALOG, SETTINGS, RUNTIME } from 'callable:catalog';
 import { VALIDATORS } from 'callable:validators';
 
@@ -17,7 +18,7 @@ import { VALIDATORS } from 'callable:validators';
  * The gateway's bindings: the egress Worker, the Worker Loader, and the token clients present.
  * @typedef {{ EGRESS: Fetcher, LOADER: WorkerLoader, MCP_TOKEN?: unknown }} GatewayEnv
  * @typedef {{ log: (level: LoggingLevel, message: string) => void, progress: ((update: ProgressUpdate) => void) | undefined }} CallReport
- * @typedef {{ fn: CatalogEntry, fetches: number, trace: TraceEntry[], logBytes: number, report: CallReport }} Call
+ * @typedef {{ fn: CatalogEntry, fetches: number, trace: TraceEntry[], logBytes: number, report: CallReport, placeholders: RunPlaceholders, leaked?: RunFailure }} Call
  * @typedef {import('@modelcontextprotocol/server').CallToolResult} CallToolResult
  * @typedef {import('@modelcontextprotocol/server').LoggingLevel} LoggingLevel
  * @typedef {import('@modelcontextprotocol/server').Tool} Tool
@@ -63,8 +64,11 @@ export class Outbound extends WorkerEntrypoint {
     }
     call.fetches++;
     const headers = new Headers(request.headers);
-    for (const name of [...headers.keys()]) if (name.startsWith('x-callable-function')) headers.delete(name);
+    for (const name of [...headers.keys()]) if (name.startsWith('x-callable-function') || name.startsWith('x-callable-placeholders')) headers.delete(name);
     headers.set('x-callable-function', call.fn.name);
+    // This call's ctx.secret placeholders, for the egress Worker to swap (the function's own header of that name is dropped above).
+    const pairs = call.placeholders.pairs();
+    if (pairs.length > 0) headers.set('x-callable-placeholders', JSON.stringify(pairs));
     const response = await this.env.EGRESS.fetch(new Request(request, { headers }));
     const trace = response.headers.get('x-callable-trace');
     if (trace) for (const entry of JSON.parse(trace)) call.trace.push(entry);
@@ -87,6 +91,7 @@ export class Reporter extends WorkerEntrypoint {
     const mcpLevel = MCP_LEVEL.get(level);
     if (!call || mcpLevel === undefined) return;
     const text = String(message);
+    if (leaked(call, text, 'a log line')) return;
     call.logBytes += text.length;
     if (call.logBytes > call.fn.limits.logBytes) return;
     call.report.log(mcpLevel, text);
@@ -98,12 +103,26 @@ export class Reporter extends WorkerEntrypoint {
     if (!call || !call.report.progress || update === null || typeof update !== 'object') return;
     const { progress, total, message } = /** @type {{ progress?: unknown, total?: unknown, message?: unknown }} */ (update);
     if (typeof progress !== 'number' || !Number.isFinite(progress)) return;
+    if (leaked(call, JSON.stringify(update), 'a progress update')) return;
     call.report.progress({
       progress,
       ...(typeof total === 'number' && Number.isFinite(total) ? { total } : {}),
       ...(typeof message === 'string' ? { message: message.slice(0, PROGRESS_MESSAGE_CHARS) } : {}),
     });
   }
+}
+
+/**
+ * Whether `text` holds one of the call's placeholders: then it goes nowhere, and the call ends
+ * refused (the first place found is the one named).
+ * @param {Call} call @param {string} text @param {string} place
+ */
+function leaked(call, text, place) {
+  const found = call.placeholders.find(text);
+  if (!found || !('minted' in found)) return false;
+  const error = placeholderRefusal(found, place, 'the run was stopped and what it held is not kept');
+  call.leaked ??= { code: error.code, message: error.message };
+  return true;
 }
 
 /** @param {string} code @param {string} message */
@@ -140,8 +159,11 @@ function audit(line) {
 async function runCall(env, ctx, fn, args, caller, report) {
   const started = Date.now();
   const callId = `${SETTINGS.instance}-${++nextCall}`;
+  // ctx.secret's placeholders, minted here for this call only: the function's isolate cannot make one the egress Worker swaps.
+  const placeholders = new RunPlaceholders();
+  const secrets = fn.secrets.map((s) => (s.hosts ? { name: s.name, placeholder: placeholders.mint(s.name, s.hosts) } : { name: s.name, refused: s.refused }));
   /** @type {Call} */
-  const call = { fn, fetches: 0, trace: [], logBytes: 0, report };
+  const call = { fn, fetches: 0, trace: [], logBytes: 0, report, placeholders };
   /** @type {RunOutcome} */
   let outcome;
   // Every function in the catalog has its validators.
@@ -174,7 +196,7 @@ async function runCall(env, ctx, fn, args, caller, report) {
         );
       });
       outcome = await Promise.race([
-        entry.run(args, { name: fn.name, runId: callId, deadline: started + fn.limits.timeoutMs, logBytes: fn.limits.logBytes, resultBytes: fn.limits.resultBytes, reports: REPORTS_PER_CALL }),
+        entry.run(args, { name: fn.name, runId: callId, deadline: started + fn.limits.timeoutMs, logBytes: fn.limits.logBytes, resultBytes: fn.limits.resultBytes, reports: REPORTS_PER_CALL, secrets }),
         deadline,
       ]);
     } catch (error) {
@@ -188,6 +210,9 @@ async function runCall(env, ctx, fn, args, caller, report) {
       clearTimeout(timer);
       calls.delete(callId);
     }
+    if (outcome.ok) leaked(call, JSON.stringify([outcome.json, outcome.content]), 'the result');
+    else leaked(call, outcome.error.message, "the function's error");
+    if (call.leaked) outcome = { ok: false, error: call.leaked };
   }
   if (outcome.ok && outcome.json !== undefined) {
     const bytes = new TextEncoder().encode(outcome.json).byteLength;

@@ -7,7 +7,7 @@
 // Nothing here sees a secret.
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import fn from './function.js';
-import { logLimitMessage, resultTooLargeMessage } from '../../engine/model/toolResults.ts';
+import { credentialNotListedMessage, logLimitMessage, resultTooLargeMessage } from '../../engine/model/toolResults.ts';
 
 /** The longest progress message passed on, as in the local sandbox (src-main/sandboxHost/bridge.ts). */
 const PROGRESS_MESSAGE_CHARS = 1000;
@@ -258,6 +258,12 @@ export default class extends WorkerEntrypoint {
       // Nobody can be asked from a deployed gateway (no studio, no server-to-client request in a stateless gateway).
       elicit: () => Promise.reject(new Error('ctx.elicit is not available on a deployed gateway: there is no one to ask; run this function with callable mcp or callable serve')),
       sample: () => Promise.reject(new Error('ctx.sample is not available on a deployed gateway')),
+      // The gateway minted the placeholders for this call; the egress Worker swaps them for the secrets.
+      secret: /** @param {unknown} name */ (name) => {
+        const entry = meta.secrets.find((s) => s.name === String(name));
+        if (entry?.placeholder !== undefined) return entry.placeholder;
+        throw hostError('credential_refused', `ctx.secret: ${entry?.refused ?? credentialNotListedMessage(String(name).slice(0, 200))}`);
+      },
       content,
       functionName: meta.name,
       runId: meta.runId,

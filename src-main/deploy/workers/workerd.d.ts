@@ -182,6 +182,8 @@ interface CatalogEntry {
   /** The compiled module, an expression. */
   code: string;
   limits: import('../../engine/model/limits.ts').EffectiveLimits;
+  /** ctx.secret's answer for each credential the function lists: its hosts when it may use it, else why not. */
+  secrets: Array<{ name: string; hosts?: string[]; refused?: string }>;
 }
 
 declare module 'callable:catalog' {
@@ -233,6 +235,8 @@ interface RunMeta {
   resultBytes: number;
   /** How many log lines and progress updates the isolate may report. */
   reports: number;
+  /** ctx.secret's answers: this call's placeholder for each credential the function may use, else why not. */
+  secrets: Array<{ name: string; placeholder?: string; refused?: string }>;
 }
 
 interface ProgressUpdate {

@@ -1,8 +1,8 @@
 // ctx.secret(NAME): a stand-in for a credential's secret that a function hands to an SDK or puts in a
 // header it builds, without ever holding the secret. The engine mints one per credential per run;
-// the guarded fetch swaps it for the secret only in header values and query parameter values of
-// requests to that credential's own hosts, and refuses it anywhere else, in any encoding it knows.
-import { randomBytes } from 'node:crypto';
+// the guarded fetch (and the deployed egress Worker, which bundles this module) swaps it for the
+// secret only in header values and query parameter values of requests to that credential's own
+// hosts, and refuses it anywhere else, in any encoding it knows.
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern } from '../model/index.ts';
 import { secretForms } from './redact.ts';
 
@@ -23,7 +23,7 @@ export function mintPlaceholder(): string {
   let out = PLACEHOLDER_PREFIX;
   while (out.length < PLACEHOLDER_PREFIX.length + RANDOM_CHARS) {
     // 248 = 4 × 62: bytes below it map evenly onto the alphabet.
-    for (const byte of randomBytes(32)) if (byte < 248 && out.length < PLACEHOLDER_PREFIX.length + RANDOM_CHARS) out += ALPHABET[byte % 62];
+    for (const byte of crypto.getRandomValues(new Uint8Array(32))) if (byte < 248 && out.length < PLACEHOLDER_PREFIX.length + RANDOM_CHARS) out += ALPHABET[byte % 62];
   }
   return out;
 }
@@ -48,10 +48,19 @@ export class RunPlaceholders {
   readonly #minted = new Map<string, Minted>();
 
   mint(name: string, hosts: readonly string[]): string {
-    const placeholder = mintPlaceholder();
+    return this.adopt(name, hosts, mintPlaceholder());
+  }
+
+  /** Knows a placeholder minted elsewhere for this run (the deployed gateway mints, its egress Worker swaps). */
+  adopt(name: string, hosts: readonly string[], placeholder: string): string {
     const patterns = hosts.map(parseHostPattern).filter((p): p is HostPattern => !isHostPatternError(p));
     this.#minted.set(placeholder, { name, placeholder, hosts: patterns, hostsText: hosts, forms: formsOf(placeholder).map((f) => Buffer.from(f)) });
     return placeholder;
+  }
+
+  /** The run's placeholders and their credentials, as [placeholder, name] pairs. */
+  pairs(): Array<[string, string]> {
+    return [...this.#minted.values()].map((m) => [m.placeholder, m.name]);
   }
 
   /** A placeholder in any known form in `text` (this run's first), or undefined. */
@@ -100,10 +109,53 @@ export class RunPlaceholders {
     return masked === text ? value : (JSON.parse(masked) as T);
   }
 
-  /** Whether `minted` may be sent to this host. */
-  static allows(minted: Minted, hostname: string, port: number, defaultPort: number): boolean {
-    return minted.hosts.some((h) => hostMatches(h, hostname, port, defaultPort));
+  /** Whether `minted` may be sent to the host of `url`. */
+  static allows(minted: Minted, url: URL): boolean {
+    const defaultPort = url.protocol === 'https:' ? 443 : 80;
+    return minted.hosts.some((h) => hostMatches(h, url.hostname, url.port === '' ? defaultPort : Number(url.port), defaultPort));
   }
+}
+
+/** Where in a request's headers or body a placeholder may not be (anywhere but a header value as-is). */
+export function requestProblem(placeholders: RunPlaceholders, headers: Iterable<[string, string]>, body: Uint8Array | undefined): { found: Found; place: string } | undefined {
+  for (const [name, value] of headers) {
+    const inName = placeholders.find(name);
+    if (inName) return { found: inName, place: 'the name of a header' };
+    const inValue = placeholders.swap(value, () => '').left;
+    if (inValue) return { found: inValue, place: `the "${name}" header in a form other than as-is (encoded, reversed or from another run)` };
+  }
+  const inBody = body && placeholders.find(body);
+  return inBody ? { found: inBody, place: 'the request body' } : undefined;
+}
+
+/**
+ * One hop's headers with the placeholders they hold, checked against the hop's host. A placeholder
+ * towards a host its credential does not name is refused on the first hop; on a redirect, a header
+ * that holds one is left out (as Authorization is on a cross-origin redirect), while a query that
+ * holds one (the vendor's own Location) is refused.
+ */
+export function hopPlan(
+  placeholders: RunPlaceholders,
+  headers: Iterable<[string, string]>,
+  url: URL,
+  hop: number,
+): { headers: Array<[string, string]>; used: string[]; refused?: { found: Found; place: string } } {
+  const elsewhere = (m: Minted, place: string) => ({ found: { minted: m }, place: `${place} of a request to ${url.host}, which is not one of its hosts` });
+  const kept: Array<[string, string]> = [];
+  const used = new Set<string>();
+  for (const [name, value] of headers) {
+    const inValue = placeholders.rawIn(value);
+    const stray = inValue.find((m) => !RunPlaceholders.allows(m, url));
+    if (stray && hop === 0) return { headers: [], used: [], refused: elsewhere(stray, `the "${name}" header`) };
+    if (stray) continue;
+    for (const m of inValue) used.add(m.name);
+    kept.push([name, value]);
+  }
+  const inQuery = placeholders.rawIn(url.search);
+  const strayQuery = inQuery.find((m) => !RunPlaceholders.allows(m, url));
+  if (strayQuery) return { headers: [], used: [], refused: elsewhere(strayQuery, 'a query parameter') };
+  for (const m of inQuery) used.add(m.name);
+  return { headers: kept, used: [...used] };
 }
 
 /**

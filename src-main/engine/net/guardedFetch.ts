@@ -5,7 +5,7 @@ import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
-import { placeholderRefusal, RunPlaceholders, swapQuery, urlProblem, type Minted } from '../credentials/placeholders.ts';
+import { hopPlan, placeholderRefusal, requestProblem, swapQuery, urlProblem, type RunPlaceholders } from '../credentials/placeholders.ts';
 import type { Redactor } from '../credentials/redact.ts';
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
 import { notAllowedHostReason } from '../model/toolResults.ts';
@@ -88,15 +88,10 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(value)) {
       throw refusedEarly(policy, request, `header "${name}" has an invalid name or value`);
     }
-    const placeholders = policy.placeholders;
-    const inName = placeholders?.find(name);
-    if (inName) throw refusedEarly(policy, request, placeholderRefusal(inName, 'the name of a header', NOT_SENT).message);
-    const inValue = placeholders?.swap(value, () => '').left;
-    if (inValue) throw refusedEarly(policy, request, placeholderRefusal(inValue, `the "${name}" header in a form other than as-is (encoded, reversed or from another run)`, NOT_SENT).message);
     headers.push([name, value]);
   }
-  const inBody = request.body && policy.placeholders?.find(request.body);
-  if (inBody) throw refusedEarly(policy, request, placeholderRefusal(inBody, 'the request body', NOT_SENT).message);
+  const misplaced = policy.placeholders && requestProblem(policy.placeholders, headers, request.body);
+  if (misplaced) throw refusedEarly(policy, request, placeholderRefusal(misplaced.found, misplaced.place, NOT_SENT).message);
   const injection = request.credential === undefined ? undefined : await policy.credential(request.credential);
 
   let url = request.url;
@@ -188,12 +183,7 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
   }
 }
 
-/**
- * One hop's headers and query with the run's placeholders swapped for their secrets. A placeholder
- * towards a host its credential does not name is refused on the first hop; on a redirect, a header
- * that holds one is left out (as Authorization is on a cross-origin redirect), while a query that
- * holds one (the vendor's own Location) is refused.
- */
+/** One hop's headers and query with the run's placeholders swapped for their secrets, read as ctx.fetch's `credential:` is (listed, granted). */
 async function swapPlaceholders(
   placeholders: RunPlaceholders,
   headers: ReadonlyArray<[string, string]>,
@@ -203,32 +193,16 @@ async function swapPlaceholders(
   request: OutgoingRequest,
   redirectFrom: string | undefined,
 ): Promise<{ headers: Array<[string, string]>; search: string; used: string[] }> {
-  const allowed = (m: Minted) => RunPlaceholders.allows(m, target.hostname, target.port, target.defaultPort);
-  const elsewhere = (m: Minted, place: string) =>
-    refused(policy, request, target.display, redirectFrom, placeholderRefusal({ minted: m }, `${place} of a request to ${target.url.host}, which is not one of its hosts`, NOT_SENT).message);
-  const kept: Array<[string, string]> = [];
-  const used = new Set<string>();
-  for (const [name, value] of headers) {
-    const inValue = placeholders.rawIn(value);
-    const stray = inValue.find((m) => !allowed(m));
-    if (stray && hop === 0) throw elsewhere(stray, `the "${name}" header`);
-    if (stray) continue;
-    for (const m of inValue) used.add(m.name);
-    kept.push([name, value]);
-  }
-  const inQuery = placeholders.rawIn(target.url.search);
-  const strayQuery = inQuery.find((m) => !allowed(m));
-  if (strayQuery) throw elsewhere(strayQuery, 'a query parameter');
-  for (const m of inQuery) used.add(m.name);
-  if (used.size === 0) return { headers: kept, search: target.url.search, used: [] };
-  // Read as ctx.fetch's `credential:` is: listed, granted, and refused before the keychain is asked otherwise.
+  const plan = hopPlan(placeholders, headers, target.url, hop);
+  if (plan.refused) throw refused(policy, request, target.display, redirectFrom, placeholderRefusal(plan.refused.found, plan.refused.place, NOT_SENT).message);
+  if (plan.used.length === 0) return { headers: plan.headers, search: target.url.search, used: [] };
   const secrets = new Map<string, string>();
-  for (const name of used) secrets.set(name, (await policy.credential(name)).secret);
+  for (const name of plan.used) secrets.set(name, (await policy.credential(name)).secret);
   const secretOf = (name: string) => secrets.get(name)!;
   return {
-    headers: kept.map(([name, value]) => [name, placeholders.swap(value, secretOf).text]),
+    headers: plan.headers.map(([name, value]) => [name, placeholders.swap(value, secretOf).text]),
     search: swapQuery(placeholders, target.url.search, secretOf),
-    used: [...used],
+    used: plan.used,
   };
 }
 
