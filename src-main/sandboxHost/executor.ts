@@ -6,7 +6,7 @@ import { resultTooLargeMessage, timeoutMessage } from '../engine/model/toolResul
 import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../engine/sandbox/protocol.ts';
 import { RunBridge, type RunControl } from './bridge.ts';
 import { guestSource } from './guestBundle.ts';
-import { IsolatePool } from './pool.ts';
+import { GuestCode, IsolatePool } from './pool.ts';
 import type { PreparedContext, WarmIsolate as IsolateSlot } from './warmIsolate.ts';
 
 const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;
@@ -31,8 +31,10 @@ export class SandboxExecutor {
   readonly #active = new Map<string, Run>();
 
   constructor(options: { maxWarmIsolates?: number; onDiagnostic?: (message: string) => void } = {}) {
-    // Built or read from the cache here, when the host starts: a first call does not wait for it.
-    this.#pool = new IsolatePool(guestSource(), options);
+    // Built or read from the cache, and its code cache made, when the host starts: a first call waits for neither.
+    const guest = new GuestCode(guestSource());
+    void guest.prepare();
+    this.#pool = new IsolatePool(guest, options);
   }
 
   async run(job: SandboxJob): Promise<SandboxOutcome> {

@@ -1,6 +1,7 @@
 import ivm from 'isolated-vm';
 import type { CompiledModule as CompiledFunction } from '../engine/sandbox/protocol.ts';
 import { EarlyBridge, REFUSE_ALL, type HostBinding } from './bridge.ts';
+import type { GuestCode } from './pool.ts';
 
 /** A fresh, never-used context with the prelude installed: what one call needs. */
 export interface PreparedContext {
@@ -47,7 +48,7 @@ export class WarmIsolate {
   /** Module versions whose top level did something that needs a run (fetch, timers) or failed: evaluated at call time only. */
   readonly #lateOnly = new Set<string>();
 
-  constructor(key: string, memoryMb: number, preludeSource: string, spares: Set<() => void>, maxSpares: number, onDiagnostic: (message: string) => void) {
+  constructor(key: string, memoryMb: number, guest: GuestCode, spares: Set<() => void>, maxSpares: number, onDiagnostic: (message: string) => void) {
     this.key = key;
     this.memoryMb = memoryMb;
     this.#name = key.slice(0, key.lastIndexOf('@'));
@@ -57,7 +58,7 @@ export class WarmIsolate {
       memoryLimit: memoryMb,
       onCatastrophicError: (message: string) => onDiagnostic(`isolate for ${key} failed catastrophically: ${message}`),
     });
-    this.#prelude = this.isolate.compileScriptSync(preludeSource, { filename: 'callable:prelude' });
+    this.#prelude = guest.compileIn(this.isolate);
   }
 
   /** The function's module compiled in this isolate (one version kept: older ones are dropped). */

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { build, type Plugin } from 'esbuild';
 import { buildGuest, GUEST_BUILD_OPTIONS, guestScript, loadGuest } from '../../src-main/sandboxHost/guestBundle.ts';
+import { GuestCode } from '../../src-main/sandboxHost/pool.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -187,5 +188,20 @@ describe('the guest bundle', () => {
     const { prelude, globals } = evaluate(source);
     install(prelude);
     expect(globals('globalThis.__loads')).toBeUndefined();
+  });
+
+  it('is compiled from V8\'s code cache by every isolate once the host has made it', async () => {
+    const guest = new GuestCode(buildGuest());
+    expect(guest.cached).toBe(false);
+    await guest.prepare();
+    expect(guest.cached).toBe(true);
+    const isolate = new ivm.Isolate({ memoryLimit: 64 });
+    isolates.push(isolate);
+    const script = guest.compileIn(isolate) as ivm.Script & { cachedDataRejected?: boolean };
+    expect(script.cachedDataRejected).toBe(false);
+    const context = isolate.createContextSync();
+    const prelude = script.runSync(context, { reference: true }) as ivm.Reference<(...a: unknown[]) => unknown>;
+    install(prelude);
+    expect(context.evalSync('new TextDecoder().decode(new TextEncoder().encode("ok"))')).toBe('ok');
   });
 });
