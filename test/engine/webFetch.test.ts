@@ -144,6 +144,21 @@ describe('fetch against a vendor', () => {
     ]);
   });
 
+  it('is recorded like ctx.fetch: a saved test of it replays (a FormData body gives the same bytes each run)', async () => {
+    await value(
+      'saved_web_fetch',
+      `const form = new FormData(); form.append('a', '1'); form.append('f', new File(['x'], 'x.txt'));
+      const res = await fetch(base + '/json', { method: 'POST', body: form });
+      return (await res.json()).hello;`,
+    );
+    const run = await engine.run('saved_web_fetch', {}, { caller: 'test' });
+    expect(run).toMatchObject({ ok: true, value: 'world' });
+    await engine.tests.fromRun(run.runId, 'posted');
+    const before = seen.length;
+    expect(await engine.tests.run('saved_web_fetch', 'posted')).toMatchObject([{ status: 'pass' }]);
+    expect(seen.length).toBe(before);
+  });
+
   it('follows, returns or refuses a redirect as redirect: says', async () => {
     const got = await value(
       'redirects',
