@@ -352,7 +352,8 @@ function assemble(root: string, p: Planned, href: string, port: number, budgetMs
   }
   // The test file in a function of its own (its 'use strict' stays a directive), so an error at its
   // top level is caught and reported rather than losing the subtests it defined before.
-  parts.push(`try { (function () {\n${read(join(root, p.file))}\n}).call(globalThis); } catch (error) { __wptThrew(error); }`);
+  // Then done(), as WPT's worker wrapper calls it: every subtest has been defined.
+  parts.push(`try { (function () {\n${read(join(root, p.file))}\n}).call(globalThis); done(); } catch (error) { __wptThrew(error); }`);
   // One function body (not a module): included files share its scope as scripts share a global.
   return `(function () {\n${parts.join('\n;\n')}\n;\nreturn { default: () => __wptDone };\n}).call(globalThis)`;
 }
