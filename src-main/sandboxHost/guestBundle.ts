@@ -69,7 +69,7 @@ export function defaultCacheDir(): string | undefined {
 /**
  * The guest script from `cacheDir` when a valid entry is there, else built now and written there
  * atomically. An entry is named <key>.<sha256 of its content>.js (the key hashes the guest sources,
- * esbuild's version and the build options) and is used only when its content still has that hash
+ * esbuild's version and the build options, which include this copy's folder) and is used only when its content still has that hash
  * and every package file it bundled still has the hash its first line records. A folder that is
  * missing and cannot be made, or is not private to this user, is not used: the build stays in memory.
  */
@@ -105,7 +105,8 @@ function sha256(data: string | Buffer): string {
 function sourceKey(): string {
   const hash = createHash('sha256');
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
-  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS, (k, v: unknown) => (k === 'entryPoints' || k === 'absWorkingDir' ? undefined : v))}\0`);
+  // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
+  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0`);
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
     .map((d) => path.join(d.parentPath, d.name))
