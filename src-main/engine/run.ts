@@ -67,6 +67,10 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   /** The run's requests and result, written beside its record (so it can become a test case). */
   let kept: KeptRecording | undefined;
 
+  const argsJson = JSON.stringify(args ?? {});
+  // Arguments may carry another run's placeholder (a client replaying one): it is not kept either.
+  const keptArgs = <T>(value: T): T => (argsJson.includes(PLACEHOLDER_PREFIX) ? new RunPlaceholders().maskJson(value) : value);
+
   const argProblem = deps.schemas.check(record.inputSchema, args, `${name}'s inputSchema`, 'args');
   if (argProblem !== undefined) {
     result = {
@@ -124,7 +128,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       functionName: name,
       compiled,
       limits,
-      argsJson: JSON.stringify(args ?? {}),
+      argsJson,
       runId,
       measureHeap: options.caller !== 'mcp',
       signal,
@@ -185,7 +189,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     result = redactor.json(result);
     result.metrics.durationMs = elapsed(started);
     if (recorder) {
-      kept = deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: maskPlaceholders(redactor.json(args ?? {})), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
+      kept = deps.record?.({ runId, functionName: name, recordedAt: startedAt, args: keptArgs(redactor.json(args ?? {})), expect: expectOf(result), exchanges: redactor.json(recorder.exchanges), truncated: recorder.truncated });
     }
   }
 
@@ -197,8 +201,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     clientVersion: options.client?.version,
     transport: options.transport,
     profile: options.profile,
-    // Arguments may carry another run's placeholder (a client replaying one): it is not kept either.
-    args: maskPlaceholders(redactor.json(args)),
+    args: keptArgs(redactor.json(args)),
     startedAt,
     durationMs: result.metrics.durationMs,
     ok: result.ok,
@@ -220,11 +223,6 @@ function mintSecrets(credentials: CredentialService, fn: { name: string; credent
       return { name, refused: error instanceof StudioError ? error.message : String(error) };
     }
   });
-}
-
-/** `value` with any placeholder in it as its label. */
-function maskPlaceholders<T>(value: T): T {
-  return value !== undefined && JSON.stringify(value).includes(PLACEHOLDER_PREFIX) ? new RunPlaceholders().maskJson(value) : value;
 }
 
 /** `request` with every placeholder in its URL, headers and body as its label. */
