@@ -14,11 +14,13 @@ interface Tier {
   name: string;
   include: string[];
   exclude: string[];
+  maxWorkers: unknown;
+  groupOrder: number;
 }
 const tiers: Tier[] = (config.test?.projects ?? []).map((project) => {
   if (typeof project !== 'object' || !('test' in project) || !project.test?.name) throw new Error('each tier is an inline project with a name');
-  const { name, include = [], exclude = [] } = project.test;
-  return { name: typeof name === 'string' ? name : name.label, include, exclude };
+  const { name, include = [], exclude = [], maxWorkers, sequence } = project.test;
+  return { name: typeof name === 'string' ? name : name.label, include, exclude, maxWorkers, groupOrder: sequence?.groupOrder ?? 0 };
 });
 const matches = (file: string, globs: string[]): boolean => globs.some((glob) => matchesGlob(file, glob));
 const testFiles = globSync(TEST_FILES, { cwd: ROOT, exclude: ['**/node_modules/**'] }).map((f) => f.split('\\').join('/'));
@@ -47,5 +49,17 @@ describe('test tiers', () => {
     for (const { name } of tiers) expect(scripts[`test:${name}`], `test:${name}`).toMatch(new RegExp(`\\bvitest run --project ${name}$`));
     // One vitest run with no project or file filter runs every tier, after the lint and type check.
     expect(scripts.test).toMatch(/^npm run check -- --no-cache && .*\bvitest run$/);
+  });
+
+  it('each run as many files at once as the README says, and those with different counts in different groups (vitest refuses the run otherwise)', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const words = ['zero', 'one', 'two', 'three', 'four', 'five', 'six'];
+    for (const { name, maxWorkers } of tiers) {
+      expect(Number.isInteger(maxWorkers), `${name}: an explicit count (vitest's default is one fewer than the cores)`).toBe(true);
+      const said = new RegExp(`^- \`npm run test:${name}\`:[^]*?(?=^- |^$)`, 'm').exec(readme)?.[0];
+      expect(said, `the README's line on test:${name}`).toBeDefined();
+      if (name !== 'unit') expect(said!.replace(/\s+/g, ' ')).toContain(`${words[maxWorkers as number]} files at a time`);
+    }
+    for (const a of tiers) for (const b of tiers) if (a !== b && a.maxWorkers !== b.maxWorkers) expect(a.groupOrder, `${a.name} and ${b.name}`).not.toBe(b.groupOrder);
   });
 });
