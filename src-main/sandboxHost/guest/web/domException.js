@@ -1,7 +1,8 @@
 // @ts-check
 // DOMException (WebIDL): name, message and the legacy code as accessors on the prototype, the
-// legacy code constants on the constructor and the prototype, Error.prototype as its prototype.
-import { ObjectDefineProperty, ObjectSetPrototypeOf, ErrorCtor, SymbolToStringTag, str } from '../intrinsics.js';
+// legacy code constants on the constructor and the prototype, Error.prototype as its prototype;
+// and WebIDL's argument-count check the web modules share.
+import { ObjectDefineProperty, ObjectSetPrototypeOf, ErrorCtor, TypeErrorCtor, SymbolToStringTag, str } from '../intrinsics.js';
 import { defineLazyGlobal } from '../globals.js';
 
 // V8's own: gives a DOMException the `stack` an Error has.
@@ -112,6 +113,11 @@ export const DOMException = /** @type {ReturnType<typeof make>} */ (
 
 /** True for a DOMException made here, whatever the function did to its prototype. @param {unknown} value */
 export const isDOMException = (value) => made !== undefined && isDOMExceptionImpl(value);
+
+/** WebIDL's check of a call's argument count: a TypeError naming what was called. @param {number} given @param {number} needed @param {string} what */
+export const needArgs = (given, needed, what) => {
+  if (given < needed) throw new TypeErrorCtor(`${what}: ${needed} argument${needed > 1 ? 's' : ''} required, but only ${given} present`);
+};
 
 export function install() {
   defineLazyGlobal('DOMException', DOMExceptionClass);

@@ -24,7 +24,7 @@ import {
 import { sync, start } from '../host.js';
 import { defineLazyGlobal } from '../globals.js';
 import { log } from '../console.js';
-import { domException } from './domException.js';
+import { domException, needArgs } from './domException.js';
 
 const DateNow = Date.now;
 const MathRound = Math.round;
@@ -89,10 +89,6 @@ const dictionary = (value, what) => {
   return value;
 };
 
-/** @param {number} given @param {number} needed @param {string} what */
-const needArgs = (given, needed, what) => {
-  if (given < needed) throw new TypeErrorCtor(`${what}: ${needed} argument${needed > 1 ? 's' : ''} required, but only ${given} present`);
-};
 
 /** @type {(...args: any[]) => any} */
 let dispatch;

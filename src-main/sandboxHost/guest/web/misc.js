@@ -17,6 +17,7 @@ import { defineGlobal, defineLazyGlobal } from '../globals.js';
 import { domException } from './domException.js';
 import { events, now, timeOrigin, reportException } from './events.js';
 
+const ArrayIncludes = Array.prototype.includes;
 const MAKE = Symbol('make');
 /** @type {{ Performance: Function, performance: object } | undefined} */
 let performanceParts;
@@ -104,11 +105,6 @@ const ERROR_NAMES = ['Error', 'EvalError', 'RangeError', 'ReferenceError', 'Synt
 // What @ungap/structured-clone names by its class (its other records are numbered): rebuilt with `new globalThis[name]`.
 const CLASSES = ['-0', 'ArrayBuffer', 'DataView', 'Boolean', 'Number', 'String', 'BigInt', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float16Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
 const ERROR_RECORD = 7;
-/** @param {string[]} names @param {unknown} name */
-const among = (names, name) => {
-  for (let i = 0; i < names.length; i++) if (names[i] === name) return true;
-  return false;
-};
 /** @param {string} message */
 const dataCloneError = (message) => domException(message, 'DataCloneError');
 
@@ -132,9 +128,9 @@ const structuredCloneFn = function structuredClone(value, options) {
   for (let i = 0; i < records.length; i++) {
     const record = /** @type {[unknown, any]} */ (records[i]);
     const kind = record[0];
-    if (typeof kind === 'string' && !among(CLASSES, kind)) throw dataCloneError(`structuredClone: a ${kind} could not be cloned.`);
+    if (typeof kind === 'string' && !call(ArrayIncludes, CLASSES, kind)) throw dataCloneError(`structuredClone: a ${kind} could not be cloned.`);
     // Only the standard error classes are rebuilt as themselves (the HTML serialization of errors).
-    if (kind === ERROR_RECORD && !(record[1] && among(ERROR_NAMES, record[1].name))) record[1] = { name: 'Error', message: record[1] && record[1].message };
+    if (kind === ERROR_RECORD && !(record[1] && call(ArrayIncludes, ERROR_NAMES, record[1].name))) record[1] = { name: 'Error', message: record[1] && record[1].message };
   }
   return library.deserialize(records);
 };

@@ -25,8 +25,10 @@ import {
 } from '../intrinsics.js';
 import { defineLazyGlobal } from '../globals.js';
 import { utf8Encode } from '../encoding.js';
+import { needArgs } from './domException.js';
 
 const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const ArrayIncludes = Array.prototype.includes;
 
 /** The stream classes of the WHATWG Streams standard, as the WinterTC Minimum Common API lists them. */
 const STREAM_CLASSES = /** @type {const} */ ([
@@ -74,10 +76,6 @@ export function streams() {
   return classes;
 }
 
-/** @param {number} given @param {number} needed @param {string} what */
-const needArgs = (given, needed, what) => {
-  if (given < needed) throw new TypeErrorCtor(`${what}: ${needed} argument${needed > 1 ? 's' : ''} required, but only ${given} present`);
-};
 
 /** A copy of a BufferSource chunk (an ArrayBuffer or a view of one). @param {unknown} chunk @param {string} what */
 const bufferSourceCopy = (chunk, what) => {
@@ -178,11 +176,6 @@ const FORMATS = ['gzip', 'deflate', 'deflate-raw'];
 /** Input fed to the inflater at a time: one slice inflates to at most ~16 MB, never one huge buffer. */
 const INFLATE_SLICE = 16 * 1024;
 
-/** @param {string[]} names @param {string} name */
-const among = (names, name) => {
-  for (let i = 0; i < names.length; i++) if (names[i] === name) return true;
-  return false;
-};
 
 /** @param {any} TransformStream */
 const makeTransforms = (TransformStream) => {
@@ -233,7 +226,7 @@ const makeTransforms = (TransformStream) => {
     /** @param {unknown} [label] @param {any} [options] */
     constructor(label = 'utf-8', options = undefined) {
       const l = call(StringToLowerCase, call(StringTrim, str(label)));
-      if (!among(UTF8_LABELS, l)) throw new RangeErrorCtor(`TextDecoderStream: only utf-8 is supported, not "${str(label)}"`);
+      if (!call(ArrayIncludes, UTF8_LABELS, l)) throw new RangeErrorCtor(`TextDecoderStream: only utf-8 is supported, not "${str(label)}"`);
       if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeErrorCtor('TextDecoderStream: the options must be an object');
       this.#fatal = !!(options && options.fatal);
       this.#ignoreBOM = !!(options && options.ignoreBOM);
@@ -271,8 +264,37 @@ const makeTransforms = (TransformStream) => {
   /** @param {unknown} format @param {string} what */
   const formatOf = (format, what) => {
     const f = str(format);
-    if (!among(FORMATS, f)) throw new TypeErrorCtor(`${what}: the format must be "gzip", "deflate" or "deflate-raw", not "${f}"`);
+    if (!call(ArrayIncludes, FORMATS, f)) throw new TypeErrorCtor(`${what}: the format must be "gzip", "deflate" or "deflate-raw", not "${f}"`);
     return f;
+  };
+
+  /**
+   * The TransformStream behind CompressionStream and DecompressionStream: each chunk (copied) goes
+   * to `feed` with the fflate stream `make` built, whose output is enqueued as it comes.
+   * @param {string} what @param {(ondata: (data: Uint8Array) => void) => any} make
+   * @param {(engine: any, bytes: Uint8Array, final: boolean, received: number) => void} feed
+   */
+  const flateTransform = (what, make, feed) => {
+    /** @type {any} */
+    let controller;
+    const engine = make((data) => {
+      if (data.length > 0) controller.enqueue(data);
+    });
+    let received = 0;
+    return new TransformStream({
+      /** @param {unknown} chunk @param {any} c */
+      transform(chunk, c) {
+        controller = c;
+        const bytes = bufferSourceCopy(chunk, what);
+        received += bytes.length;
+        feed(engine, bytes, false, received);
+      },
+      /** @param {any} c */
+      flush(c) {
+        controller = c;
+        feed(engine, new Uint8ArrayCtor(0), true, received);
+      },
+    });
   };
 
   class CompressionStream {
@@ -282,25 +304,11 @@ const makeTransforms = (TransformStream) => {
       needArgs(arguments.length, 1, 'CompressionStream');
       const f = formatOf(format, 'CompressionStream');
       const fflate = require('fflate');
-      /** @type {any} */
-      let controller;
-      /** @param {Uint8Array} data */
-      const ondata = (data) => {
-        if (data.length > 0) controller.enqueue(data);
-      };
-      const engine = f === 'gzip' ? new fflate.Gzip(ondata) : f === 'deflate' ? new fflate.Zlib(ondata) : new fflate.Deflate(ondata);
-      this.#transform = new TransformStream({
-        /** @param {unknown} chunk @param {any} c */
-        transform(chunk, c) {
-          controller = c;
-          engine.push(bufferSourceCopy(chunk, 'CompressionStream'), false);
-        },
-        /** @param {any} c */
-        flush(c) {
-          controller = c;
-          engine.push(new Uint8ArrayCtor(0), true);
-        },
-      });
+      this.#transform = flateTransform(
+        'CompressionStream',
+        (ondata) => (f === 'gzip' ? new fflate.Gzip(ondata) : f === 'deflate' ? new fflate.Zlib(ondata) : new fflate.Deflate(ondata)),
+        (engine, bytes, final) => engine.push(bytes, final),
+      );
     }
     get readable() {
       return call(readableOf, this.#transform);
@@ -317,15 +325,8 @@ const makeTransforms = (TransformStream) => {
       needArgs(arguments.length, 1, 'DecompressionStream');
       const f = formatOf(format, 'DecompressionStream');
       const fflate = require('fflate');
-      /** @type {any} */
-      let controller;
-      /** @param {Uint8Array} data */
-      const ondata = (data) => {
-        if (data.length > 0) controller.enqueue(data);
-      };
-      const engine = f === 'gzip' ? new fflate.Gunzip(ondata) : f === 'deflate' ? new fflate.Unzlib(ondata) : new fflate.Inflate(ondata);
-      /** @param {Uint8Array} bytes @param {boolean} final */
-      const push = (bytes, final) => {
+      /** @param {any} engine @param {Uint8Array} bytes @param {boolean} final */
+      const push = (engine, bytes, final) => {
         try {
           engine.push(bytes, final);
         } catch (error) {
@@ -337,23 +338,16 @@ const makeTransforms = (TransformStream) => {
           throw new TypeErrorCtor(`DecompressionStream: the ${f} data is not valid: ${message}`);
         }
       };
-      let received = 0;
-      this.#transform = new TransformStream({
-        /** @param {unknown} chunk @param {any} c */
-        transform(chunk, c) {
-          controller = c;
-          const bytes = bufferSourceCopy(chunk, 'DecompressionStream');
-          received += bytes.length;
-          for (let at = 0; at < bytes.length; at += INFLATE_SLICE) push(bytes.subarray(at, at + INFLATE_SLICE), false);
-        },
-        /** @param {any} c */
-        flush(c) {
-          controller = c;
+      this.#transform = flateTransform(
+        'DecompressionStream',
+        (ondata) => (f === 'gzip' ? new fflate.Gunzip(ondata) : f === 'deflate' ? new fflate.Unzlib(ondata) : new fflate.Inflate(ondata)),
+        (engine, bytes, final, received) => {
           // No data at all is a truncated stream too (fflate takes it as an empty one).
-          if (received === 0) throw new TypeErrorCtor(`DecompressionStream: the ${f} data ended before its end`);
-          push(new Uint8ArrayCtor(0), true);
+          if (final && received === 0) throw new TypeErrorCtor(`DecompressionStream: the ${f} data ended before its end`);
+          for (let at = 0; at < bytes.length; at += INFLATE_SLICE) push(engine, bytes.subarray(at, at + INFLATE_SLICE), false);
+          if (final) push(engine, bytes, true);
         },
-      });
+      );
     }
     get readable() {
       return call(readableOf, this.#transform);
