@@ -410,14 +410,14 @@ async function runFile(sandbox: Sandbox, server: WptServer, root: string, p: Pla
 // ---- counting ----
 
 /**
- * Passed/total per directory. A file whose harness failed before reporting any subtest (a syntax
+ * Passed/total per directory (files counted once however many variants they run). A file whose harness failed before reporting any subtest (a syntax
  * error, a run that did not finish) counts as one failed subtest, so it is never dropped.
  */
 function tally(dirs: string[], results: FileResult[]): Row[] {
   const rows = dirs.map((dir) => ({ dir, files: 0, passed: 0, total: 0 }));
+  for (const row of rows) row.files = new Set(results.filter((r) => r.dir === row.dir).map((r) => r.file)).size;
   for (const r of results) {
     const row = rows.find((x) => x.dir === r.dir)!;
-    row.files++;
     if (r.subtests.length === 0 && r.harness !== 'OK') {
       row.total++;
       continue;
