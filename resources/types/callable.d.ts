@@ -289,7 +289,7 @@ interface Body {
 }
 /**
  * The sandbox has no cookie jar and no HTTP cache: mode, cache, keepalive, referrer, referrerPolicy
- * and priority change nothing; credentials 'include' and a non-empty integrity are refused.
+ * and priority change nothing; credentials 'include' is refused; integrity is checked (sha256, sha384, sha512).
  */
 interface RequestInit {
   method?: string; headers?: HeadersInit; body?: BodyInit | null;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { heldVendor } from '../support/rawHttp.ts';
@@ -204,11 +205,11 @@ describe('fetch against a vendor', () => {
     expect((result as { error: { message: string } }).error.message).toContain('responseBytes');
   });
 
-  it("refuses what a server cannot honour (credentials: 'include', integrity) in one line, before sending", async () => {
+  it("refuses what a server cannot honour (credentials: 'include') in one line, before sending", async () => {
     const before = seen.length;
     const got = await value(
       'unhonoured',
-      `const tries = [{ credentials: 'include' }, { integrity: 'sha256-abc' }, { mode: 'navigate' }, { cache: 'only-if-cached' }];
+      `const tries = [{ credentials: 'include' }, { mode: 'navigate' }, { cache: 'only-if-cached' }];
       const out = [];
       for (const init of tries) out.push(await fetch(base + '/x', init).then(() => 'sent', (e) => e.constructor.name + ': ' + e.message));
       const ignored = await fetch(base + '/x', { mode: 'no-cors', credentials: 'omit', cache: 'no-store', keepalive: true, referrer: '', referrerPolicy: 'no-referrer', priority: 'low' });
@@ -216,12 +217,30 @@ describe('fetch against a vendor', () => {
     );
     expect(got.out).toEqual([
       "TypeError: fetch: credentials \"include\" cannot be honoured: the sandbox keeps no cookies; send a Cookie or Authorization header yourself, or use ctx.fetch with a credential",
-      'TypeError: fetch: integrity is not checked here; leave it out and compare a digest of the body yourself (crypto.subtle.digest)',
       'TypeError: Request: mode "navigate" is for browsers; leave mode out',
       'TypeError: Request: cache "only-if-cached" needs mode "same-origin"',
     ]);
     expect(got.ignored).toBe(200);
     expect(seen.length).toBe(before + 1);
+  });
+});
+
+describe('integrity', () => {
+  it('checks the body against the strongest algorithm named and rejects a mismatch with a TypeError', async () => {
+    const body = JSON.stringify({ hello: 'world', n: 1 });
+    const digest = (alg: string) => createHash(alg).update(body).digest('base64');
+    const sha256 = `sha256-${digest('sha256')}`;
+    const wrong256 = `sha256-${createHash('sha256').update('something else').digest('base64')}`;
+    const sha512url = `sha512-${digest('sha512').replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+    const got = await value(
+      'integrity',
+      `const tries = ${JSON.stringify([sha256, wrong256, `${wrong256} ${sha512url}`, `${sha256} sha512-AAAA`, 'md5-abc'])};
+      const out = [];
+      for (const integrity of tries) out.push(await fetch(base + '/json', { integrity }).then((r) => r.status, (e) => e.constructor.name + ': ' + e.message));
+      return out;`,
+    );
+    const mismatch = `TypeError: fetch: the response from ${base}/json does not match the request's integrity`;
+    expect(got).toEqual([200, mismatch, 200, mismatch, 200]);
   });
 });
 

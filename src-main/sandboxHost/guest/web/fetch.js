@@ -39,6 +39,8 @@ import { streams } from './streams.js';
 import { isBlob, blobBytes, blobType, makeBlob, makeFile, bytesStream, concatBytes, copyRange, decodeText, viewBytes, viewOf } from './blob.js';
 import { isFormData, formParts, makeFormData } from './formData.js';
 import { AbortController, isAbortSignal, signalAborted, signalReason, onAbort as whenAborted } from './events.js';
+import { subtle } from './subtle.js';
+import { bytesToBase64 } from '../base64.js';
 
 const G = globalThis;
 /** The largest request body sent (the host refuses more too): a stream body is read up to this. */
@@ -590,6 +592,40 @@ for (const [C, name] of /** @type {Array<[Function, string]>} */ ([[Request, 'Re
 
 // ---- fetch ----
 
+const subtleDigest = subtle.digest;
+const STRENGTH = ['sha256', 'sha384', 'sha512'];
+/** @param {string} b64 A digest in base64 or base64url, padded or not, as one comparable form. */
+const digestForm = (b64) => call(StringReplace, call(StringReplace, call(StringReplace, b64, /=+$/, ''), /-/g, '+'), /_/g, '/');
+/**
+ * Whether `bytes` match the request's integrity metadata (W3C Subresource Integrity): the strongest
+ * algorithm named decides; metadata naming no known algorithm matches anything.
+ * @param {Uint8Array} bytes @param {string} integrity @returns {Promise<boolean>}
+ */
+const matchesIntegrity = (bytes, integrity) => {
+  /** @type {Array<[number, string]>} */
+  const items = [];
+  let strongest = -1;
+  for (const token of integrity.split(/[\t\n\f\r ]+/)) {
+    const dash = token.indexOf('-');
+    if (dash < 0) continue;
+    const rank = STRENGTH.indexOf(call(StringToLowerCase, token.slice(0, dash)));
+    if (rank < 0) continue;
+    const question = token.indexOf('?', dash);
+    append(items, [rank, digestForm(question < 0 ? token.slice(dash + 1) : token.slice(dash + 1, question))]);
+    if (rank > strongest) strongest = rank;
+  }
+  if (strongest < 0) return PromiseResolve(true);
+  const name = ['SHA-256', 'SHA-384', 'SHA-512'][strongest];
+  return call(PromiseThen, call(subtleDigest, subtle, { name }, bytes), /** @param {ArrayBuffer} digest */ (digest) => {
+    const actual = digestForm(bytesToBase64(new Uint8ArrayCtor(digest)));
+    for (let i = 0; i < items.length; i++) {
+      const [rank, expected] = /** @type {[number, string]} */ (items[i]);
+      if (rank === strongest && expected === actual) return true;
+    }
+    return false;
+  });
+};
+
 /** @typedef {{ status: number, statusText: string, url: string, redirected: boolean, headers: [string, string][], body: Uint8Array }} RawResponse */
 
 /** The host's failure as fetch gives it: a TypeError (a network error), with the host's message and code. @param {any} error */
@@ -613,7 +649,6 @@ const fetchFn = (input, init = undefined) => {
   if (s.credentials === 'include') {
     return rejected(new TypeErrorCtor('fetch: credentials "include" cannot be honoured: the sandbox keeps no cookies; send a Cookie or Authorization header yourself, or use ctx.fetch with a credential'));
   }
-  if (s.integrity !== '') return rejected(new TypeErrorCtor('fetch: integrity is not checked here; leave it out and compare a digest of the body yourself (crypto.subtle.digest)'));
   const method = s.method;
   return new PromiseCtor((resolve, reject) => {
     let done = false;
@@ -657,18 +692,36 @@ const fetchFn = (input, init = undefined) => {
           }),
           /** @param {RawResponse} raw */ (raw) => {
             if (done) return;
-            finish();
             const empty = method === 'HEAD' || among(NULL_BODY_STATUSES, raw.status);
-            resolve(
-              makeResponse({
-                type: 'basic',
-                url: raw.url,
-                redirected: raw.redirected,
-                status: raw.status,
-                statusText: raw.statusText,
-                headers: new Headers(raw.headers),
-                body: empty ? null : { bytes: raw.body, stream: null, used: false },
-              }),
+            const response = makeResponse({
+              type: 'basic',
+              url: raw.url,
+              redirected: raw.redirected,
+              status: raw.status,
+              statusText: raw.statusText,
+              headers: new Headers(raw.headers),
+              body: empty ? null : { bytes: raw.body, stream: null, used: false },
+            });
+            if (s.integrity === '') {
+              finish();
+              resolve(response);
+              return;
+            }
+            // The body has arrived in full: it is checked before the response is given.
+            call(
+              PromiseThen,
+              matchesIntegrity(raw.body, s.integrity),
+              /** @param {boolean} ok */ (ok) => {
+                if (done) return;
+                finish();
+                if (ok) resolve(response);
+                else reject(new TypeErrorCtor(`fetch: the response from ${raw.url} does not match the request's integrity`));
+              },
+              /** @param {unknown} error */ (error) => {
+                if (done) return;
+                finish();
+                reject(error);
+              },
             );
           },
           /** @param {unknown} error */ (error) => {
