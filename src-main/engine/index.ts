@@ -4,7 +4,7 @@ import { RunLedger } from './audit/ledger.ts';
 import { CredentialService } from './credentials/credentials.ts';
 import { FolderSecrets } from './credentials/folderSecrets.ts';
 import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.ts';
-import { compileFunction } from './functions/compile.ts';
+import { PackageStore } from './functions/packages/install.ts';
 import { readImportableFunctions, writeFunctionFolders } from './functions/files.ts';
 import { FunctionRepository, parseSpec, type SaveInput } from './functions/repository.ts';
 import { findTemplate } from './functions/templates.ts';
@@ -41,6 +41,7 @@ export type { Resolver } from './net/guardedFetch.ts';
 export type { ProgressUpdate } from './sandbox/protocol.ts';
 export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
+export { parseDependencySpec } from './functions/packages/install.ts';
 export { readTemplates, type Template } from './functions/templates.ts';
 export type { Advice, AdviceKind } from './functions/advice.ts';
 export { credentialCommand, harEntries, listOperations, loadOpenApi, type CredentialSuggestion, type HarEntryInfo, type OpenApiOperation, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
@@ -139,8 +140,8 @@ export class Engine {
     this.dataDir = options.dataDir;
     this.#db = openDatabase(options.dataDir, { create: options.createDataDir ?? true });
     this.#changes = changeFeed(this.#db);
-    this.functions = new FunctionRepository(this.#db);
     this.#env = options.env ?? process.env;
+    this.functions = new FunctionRepository(this.#db, new PackageStore(join(options.dataDir, 'packages'), this.#env));
     this.#secrets = new FolderSecrets(this.#db, options.secrets ?? secretStoreFromEnv(this.#env), this.#env);
     this.credentials = new CredentialService(this.#db, this.#secrets);
     this.runs = new RunLedger(this.#db, (notice) => this.#report({ level: notice.recovered ? 'info' : 'warning', message: notice.message }));
@@ -280,7 +281,7 @@ export class Engine {
     const inputs = await readImportableFunctions(dir, async (input, sourcePath) => {
       const spec = parseSpec(input.spec);
       const problems: string[] = [];
-      for (const check of [() => this.#checkSchemas(spec), () => compileFunction(input.source, spec.language, spec.name, sourcePath), () => this.tests.checkCases(spec.name, input.tests ?? [])]) {
+      for (const check of [() => this.#checkSchemas(spec), () => this.functions.compile(input, sourcePath), () => this.tests.checkCases(spec.name, input.tests ?? [])]) {
         try {
           await check();
         } catch (error) {
@@ -300,7 +301,7 @@ export class Engine {
   exportFunctions(dir: string, names?: string[]): string[] {
     const records = names && names.length > 0 ? names.map((n) => this.functions.get(n)) : this.functions.list();
     try {
-      return writeFunctionFolders(dir, records, (name) => this.tests.all(name));
+      return writeFunctionFolders(dir, records, (name) => this.tests.all(name), (name) => this.functions.load(name).compiled.packages);
     } catch (error) {
       throw diskFullOf(error, dir) ?? error;
     }

@@ -1,11 +1,15 @@
-import type { Message } from 'esbuild';
+import type { Message, Metafile, Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { StudioError, type Language } from '../model/index.ts';
+import { builtinOf, builtinsPlugin, refuseBuiltins } from './packages/bundle.ts';
+import type { FunctionPackages, InstalledPackages } from './packages/install.ts';
 
 export interface CompiledFunction {
   /** A classic script whose completion value is the module's exports object. */
   code: string;
   hash: string;
+  /** The npm packages bundled into `code`, as asked for and as locked; absent for a function without any. */
+  packages?: FunctionPackages & { versions: Record<string, string>; count: number };
 }
 
 export interface CompileProblem {
@@ -20,33 +24,43 @@ const NO_IMPORTS =
 
 /**
  * Compiles a function's TypeScript or JavaScript source to a script for the sandbox. Type-only
- * imports are erased; any other import is a compile error, as is a missing default export.
- * Errors carry 1-based line and column, and name `sourcePath` (the file on disk, when the source
- * was read from one) or else `<name>.<language>`.
+ * imports are erased; the only other imports allowed are the function's own npm `packages` by bare
+ * name, bundled in for a worker-like platform (export conditions worker, browser, import, default);
+ * a package that reaches a Node built-in is refused with the chain of imports that reached it. A
+ * missing default export is a compile error. Errors carry 1-based line and column, and name
+ * `sourcePath` (the file on disk, when the source was read from one) or else `<name>.<language>`.
  */
-export async function compileFunction(source: string, language: Language, name: string, sourcePath?: string): Promise<CompiledFunction> {
+export async function compileFunction(source: string, language: Language, name: string, sourcePath?: string, packages?: InstalledPackages): Promise<CompiledFunction> {
   // Loaded on first save: serving and running functions never needs the compiler.
   const { build, transform } = await import('esbuild');
   const sourcefile = sourcePath ?? `${name}.${language}`;
   let esm: string;
   let exports: string[];
+  let metafile: Metafile;
   try {
     const result = await build({
-      stdin: { contents: source, loader: language, sourcefile, resolveDir: '/' },
+      stdin: { contents: source, loader: language, sourcefile, resolveDir: packages?.root ?? '/' },
+      ...(packages ? { absWorkingDir: packages.root } : {}),
       bundle: true,
       write: false,
       format: 'esm',
       platform: 'neutral',
+      conditions: ['worker', 'browser', 'import', 'default'],
+      mainFields: ['browser', 'module', 'main'],
+      // Packages written for bundlers read this, and the sandbox has no `process`.
+      define: { 'process.env.NODE_ENV': '"production"' },
       target: 'es2023',
       metafile: true,
       logLevel: 'silent',
-      plugins: [{ name: 'no-imports', setup: (b) => b.onResolve({ filter: /.*/ }, () => ({ errors: [{ text: NO_IMPORTS }] })) }],
+      plugins: [functionImports(name, packages), builtinsPlugin()],
     });
     esm = result.outputFiles[0]!.text;
     exports = Object.values(result.metafile.outputs)[0]?.exports ?? [];
+    metafile = result.metafile;
   } catch (error) {
     throw compileError(sourcefile, (error as { errors?: Message[] }).errors, error);
   }
+  refuseBuiltins(metafile, Object.keys(metafile.inputs).find((k) => k === sourcefile || k.endsWith(sourcefile.replace(/^\/+/, ''))) ?? sourcefile, name);
   if (!exports.includes('default')) {
     throw new StudioError('compile_error', `${sourcefile}: the module has no default export; write "export default async function (args, ctx) { … }"`, {
       problems: [{ message: 'no default export', line: 1, column: 1 }],
@@ -54,7 +68,27 @@ export async function compileFunction(source: string, language: Language, name: 
   }
   const iife = await transform(esm, { format: 'iife', globalName: '__callable_exports', target: 'es2023', loader: 'js' });
   const code = `(function () {\n${iife.code}\nreturn __callable_exports;\n})()`;
-  return { code, hash: createHash('sha256').update(code).digest('hex').slice(0, 16) };
+  const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
+  if (!packages) return { code, hash };
+  const { dependencies, lock, versions, count } = packages;
+  return { code, hash, packages: { dependencies, lock, versions, count } };
+}
+
+/** What the function's own source may import: its packages by bare name, nothing else. */
+function functionImports(name: string, packages: InstalledPackages | undefined): Plugin {
+  return {
+    name: 'function-imports',
+    setup(build) {
+      build.onResolve({ filter: /.*/ }, (args) => {
+        // Imports inside the packages resolve as npm laid them out.
+        if (args.importer.includes('node_modules')) return undefined;
+        const bare = /^(?:@[^/]+\/)?[^./][^/]*/.exec(args.path)?.[0];
+        if (builtinOf(args.path) !== undefined || bare === undefined) return { errors: [{ text: NO_IMPORTS }] };
+        if (packages && bare in packages.dependencies) return undefined;
+        return { errors: [{ text: `"${bare}" is not one of this function's packages: add it with "callable add ${name} ${bare}" (or list it in package.json beside the function)` }] };
+      });
+    },
+  };
 }
 
 function compileError(sourcefile: string, errors: Message[] | undefined, cause: unknown): StudioError {

@@ -1,11 +1,14 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { FunctionSpecSchema, specOf, StudioError, type FunctionRecord, type FunctionSpec } from '../model/index.ts';
-import { parseSpec, type SaveInput } from './repository.ts';
+import { parseSpec, type PackageRequest, type SaveInput } from './repository.ts';
+import type { FunctionPackages } from './packages/install.ts';
 import { readCaseFiles, writeCaseFiles } from '../savedTests/caseFiles.ts';
 import type { TestCase } from '../model/index.ts';
 
 const SPEC_FILE = 'function.json';
+const PACKAGE_FILE = 'package.json';
+const LOCK_FILE = 'package-lock.json';
 
 /**
  * Reads functions from disk: `dir` is either one function's folder (`function.json` + `index.ts`
@@ -95,7 +98,25 @@ function readOne(folder: string): SaveInput {
     throw new StudioError('bad_input', `${specPath}: "language" is "${spec.language}" but the source file is index.${language}`);
   }
   const tests = readCaseFiles(folder);
-  return { spec, source: readFileSync(join(folder, `index.${language}`), 'utf8'), ...(tests.length > 0 ? { tests } : {}) };
+  return { spec, source: readFileSync(join(folder, `index.${language}`), 'utf8'), ...(tests.length > 0 ? { tests } : {}), packages: readPackages(folder) };
+}
+
+/** package.json's dependencies (none without the file) and package-lock.json when it is there. */
+function readPackages(folder: string): PackageRequest {
+  const manifestPath = join(folder, PACKAGE_FILE);
+  if (!existsSync(manifestPath)) return { dependencies: {} };
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  } catch (error) {
+    throw new StudioError('bad_input', `${manifestPath}: not valid JSON (${(error as Error).message})`);
+  }
+  const dependencies = (manifest as { dependencies?: unknown } | null)?.dependencies ?? {};
+  if (typeof dependencies !== 'object' || dependencies === null || Array.isArray(dependencies) || Object.values(dependencies).some((v) => typeof v !== 'string')) {
+    throw new StudioError('bad_input', `${manifestPath}: "dependencies" must be an object of package names to versions, like {"ms": "^2.1.3"}`);
+  }
+  const lockPath = join(folder, LOCK_FILE);
+  return { dependencies: dependencies as Record<string, string>, ...(existsSync(lockPath) ? { lock: readFileSync(lockPath, 'utf8') } : {}) };
 }
 
 /** The source file a function was read from: `<folder>/index.<language>`. */
@@ -103,8 +124,16 @@ function sourcePathOf(folder: string, input: SaveInput): string {
   return join(folder, `index.${parseSpec(input.spec).language}`);
 }
 
-/** Writes each function as `<dir>/<name>/function.json` + `index.<language>` (+ `tests/<case>.json` for the cases `casesOf` gives). */
-export function writeFunctionFolders(dir: string, records: FunctionRecord[], casesOf?: (name: string) => TestCase[]): string[] {
+/**
+ * Writes each function as `<dir>/<name>/function.json` + `index.<language>` (+ `tests/<case>.json`
+ * for the cases `casesOf` gives, + `package.json` and `package-lock.json` for the packages `packagesOf` gives).
+ */
+export function writeFunctionFolders(
+  dir: string,
+  records: FunctionRecord[],
+  casesOf?: (name: string) => TestCase[],
+  packagesOf?: (name: string) => FunctionPackages | undefined,
+): string[] {
   mkdirSync(dir, { recursive: true });
   return records.map((record) => {
     const folder = join(dir, record.name);
@@ -112,8 +141,20 @@ export function writeFunctionFolders(dir: string, records: FunctionRecord[], cas
     writeFileSync(join(folder, SPEC_FILE), canonicalSpecJson(specOf(record)));
     writeFileSync(join(folder, `index.${record.language}`), record.source);
     if (casesOf) writeCaseFiles(folder, casesOf(record.name));
+    if (packagesOf) writePackages(folder, record.name, packagesOf(record.name));
     return folder;
   });
+}
+
+function writePackages(folder: string, name: string, packages: FunctionPackages | undefined): void {
+  if (!packages || Object.keys(packages.dependencies).length === 0) {
+    // A folder exported before the packages were removed must not bring them back on import.
+    rmSync(join(folder, PACKAGE_FILE), { force: true });
+    rmSync(join(folder, LOCK_FILE), { force: true });
+    return;
+  }
+  writeFileSync(join(folder, PACKAGE_FILE), `${JSON.stringify({ name: name.replace(/_/g, '-'), private: true, dependencies: packages.dependencies }, null, 2)}\n`);
+  writeFileSync(join(folder, LOCK_FILE), packages.lock);
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   specOf,
 } from '../model/index.ts';
 import { compileFunction, type CompiledFunction } from './compile.ts';
+import type { PackageStore } from './packages/install.ts';
 import { formatZodError } from '../model/validation.ts';
 
 interface Row {
@@ -38,6 +39,13 @@ export interface SaveInput {
   source: string;
   /** Saved test cases read from the folder's tests/*.json (import). */
   tests?: TestCase[] | undefined;
+  /** The npm packages it imports (package.json's dependencies, and package-lock.json when there is one); left out, the function keeps the ones it has. */
+  packages?: PackageRequest | undefined;
+}
+
+export interface PackageRequest {
+  dependencies: Record<string, string>;
+  lock?: string | undefined;
 }
 
 /** Parses a spec, turning zod's issues into one readable bad_input error. */
@@ -61,8 +69,11 @@ export class FunctionRepository {
   #list: FunctionRecord[] | undefined;
   readonly #loaded = new Map<string, LoadedFunction>();
 
-  constructor(db: Db) {
+  readonly #packages: PackageStore | undefined;
+
+  constructor(db: Db, packages?: PackageStore) {
     this.#db = db;
+    this.#packages = packages;
     this.#catalogVersion = db.prepare("SELECT value FROM settings WHERE key = 'catalog_version'");
   }
 
@@ -123,8 +134,28 @@ export class FunctionRepository {
   async save(input: SaveInput): Promise<FunctionRecord> {
     const spec = parseSpec(input.spec);
     if (typeof input.source !== 'string') throw new StudioError('bad_input', 'source must be a string');
-    const compiled = await compileFunction(input.source, spec.language, spec.name);
+    const compiled = await this.compile(input);
     return this.#write(spec, input.source, compiled);
+  }
+
+  /**
+   * Compiles a function as a save would: its packages (the input's, or else the ones the function
+   * has now) installed from the lock and bundled in. `sourcePath` names the file in errors.
+   */
+  async compile(input: SaveInput, sourcePath?: string): Promise<CompiledFunction> {
+    const spec = parseSpec(input.spec);
+    const packages = input.packages ?? this.#packagesOf(spec.name);
+    if (!packages || Object.keys(packages.dependencies).length === 0) return compileFunction(input.source, spec.language, spec.name, sourcePath);
+    if (!this.#packages) throw new StudioError('bad_input', `${spec.name} imports npm packages, which this engine was opened without`);
+    const installed = await this.#packages.install(spec.name, packages.dependencies, packages.lock);
+    return compileFunction(input.source, spec.language, spec.name, sourcePath, installed);
+  }
+
+  /** The packages a stored function has now (as asked for and as locked). */
+  #packagesOf(name: string): PackageRequest | undefined {
+    const row = this.#read(() => this.#db.prepare('SELECT compiled FROM functions WHERE name = ?').get(name) as { compiled: string } | undefined);
+    const packages = row ? (JSON.parse(row.compiled) as CompiledFunction).packages : undefined;
+    return packages ? { dependencies: packages.dependencies, lock: packages.lock } : undefined;
   }
 
   /** Compiles every input first; stores all or none. */
@@ -132,7 +163,7 @@ export class FunctionRepository {
     const prepared: Array<{ spec: FunctionSpec; source: string; compiled: CompiledFunction }> = [];
     for (const input of inputs) {
       const spec = parseSpec(input.spec);
-      prepared.push({ spec, source: input.source, compiled: await compileFunction(input.source, spec.language, spec.name) });
+      prepared.push({ spec, source: input.source, compiled: await this.compile(input) });
     }
     return writeTransaction(this.#db, () => prepared.map((p) => this.#write(p.spec, p.source, p.compiled)));
   }
@@ -142,7 +173,7 @@ export class FunctionRepository {
     const specJson = JSON.stringify(spec);
     return writeTransaction(this.#db, (): FunctionRecord => {
       const existing = this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(spec.name) as Row | undefined;
-      if (existing && existing.spec === specJson && existing.source === source) return toRecord(existing);
+      if (existing && existing.spec === specJson && existing.source === source && samePackages(existing.compiled, compiled)) return toRecord(existing);
       let id: number;
       let revision: number;
       if (existing) {
@@ -176,7 +207,7 @@ export class FunctionRepository {
     const current = this.get(name);
     if (name === newName) return current;
     this.assertNameFree(newName);
-    const compiled = await compileFunction(current.source, current.language, newName);
+    const compiled = await this.compile({ spec: { ...specOf(current), name: newName }, source: current.source, packages: this.#packagesOf(name) });
     const spec = { ...specOf(current), name: newName };
     return writeTransaction(this.#db, () => {
       this.#db
@@ -233,6 +264,12 @@ export class FunctionRepository {
   }
 }
 
+
+/** Whether a stored function's packages are the ones just compiled (a change of packages alone is a new revision). */
+function samePackages(storedCompiled: string, compiled: CompiledFunction): boolean {
+  const stored = (JSON.parse(storedCompiled) as CompiledFunction).packages;
+  return (stored?.lock ?? '') === (compiled.packages?.lock ?? '') && JSON.stringify(stored?.dependencies ?? {}) === JSON.stringify(compiled.packages?.dependencies ?? {});
+}
 
 function toRecord(row: Row): FunctionRecord {
   const spec = JSON.parse(row.spec) as FunctionSpec;

@@ -1,0 +1,79 @@
+import type { Metafile, Plugin } from 'esbuild';
+import { builtinModules } from 'node:module';
+import { StudioError } from '../../model/index.ts';
+
+/**
+ * Node built-ins the sandbox provides in its own safe form, by specifier → the module that stands
+ * in for it inside the bundle. Empty today: every built-in is refused at save. An entry added here
+ * is bundled instead of refused (and must be documented in the README with why it is safe).
+ */
+export const COMPATIBLE_BUILTINS: Readonly<Record<string, string>> = {};
+
+const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+
+/** `fs`, `node:fs`, `fs/promises` → `fs`; anything else → undefined. */
+export function builtinOf(specifier: string): string | undefined {
+  if (specifier.startsWith('node:')) return specifier.slice(5).split('/')[0];
+  const base = specifier.split('/')[0]!;
+  return BUILTINS.has(specifier) || BUILTINS.has(base) ? base : undefined;
+}
+
+/** Built-ins are left external here so the whole graph is known; `refuseBuiltins` then names the first with its chain. */
+export function builtinsPlugin(): Plugin {
+  return {
+    name: 'node-builtins',
+    setup(build) {
+      build.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
+        const builtin = builtinOf(args.path);
+        if (builtin === undefined) return undefined;
+        const stand = COMPATIBLE_BUILTINS[builtin];
+        if (stand !== undefined) return { path: stand };
+        return { path: args.path, external: true };
+      });
+    },
+  };
+}
+
+/**
+ * Throws when the bundle still imports a Node built-in: one line naming the built-in and the chain
+ * of imports from the function's source to it (packages by name, files inside them by path).
+ */
+export function refuseBuiltins(metafile: Metafile, entry: string, who: string): void {
+  const parents = new Map<string, string>([[entry, '']]);
+  const queue = [entry];
+  while (queue.length > 0) {
+    const file = queue.shift()!;
+    for (const imported of metafile.inputs[file]?.imports ?? []) {
+      if (imported.external) {
+        const builtin = builtinOf(imported.path);
+        if (builtin === undefined) continue;
+        const chain = [imported.original ?? imported.path];
+        for (let at = file; at !== ''; at = parents.get(at) ?? '') chain.unshift(shortName(at));
+        const pkg = packageOf(file);
+        throw new StudioError(
+          'bad_input',
+          `${who}: ${pkg ? `the package "${pkg}"` : 'the function'} imports the Node built-in "${builtin}" (${chain.join(' → ')}), which the sandbox does not provide; use a package made for browsers or workers, or remove it`,
+          { builtin, chain },
+        );
+      }
+      if (!parents.has(imported.path)) {
+        parents.set(imported.path, file);
+        queue.push(imported.path);
+      }
+    }
+  }
+}
+
+/** The npm package a bundled file belongs to (the innermost node_modules entry). */
+function packageOf(file: string): string | undefined {
+  const at = file.lastIndexOf('node_modules/');
+  if (at === -1) return undefined;
+  const rest = file.slice(at + 'node_modules/'.length).split('/');
+  return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
+}
+
+/** A file of the bundle as a reader knows it: `pkg/lib/a.js` rather than `node_modules/pkg/lib/a.js`. */
+function shortName(file: string): string {
+  const at = file.lastIndexOf('node_modules/');
+  return at === -1 ? file : file.slice(at + 'node_modules/'.length);
+}

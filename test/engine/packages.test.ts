@@ -1,0 +1,156 @@
+// npm packages beside a function, against a real npm and a registry stand-in on 127.0.0.1.
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StudioError, type Engine } from '../../src-main/engine/index.ts';
+import { testEngine } from '../support/engine.ts';
+import { fixtureRegistry, type FixtureRegistry } from '../support/registry.ts';
+import { tempDir } from '../support/tmp.ts';
+
+let registry: FixtureRegistry;
+let engine: Engine;
+const marker = join(tempDir('callable-scripts-'), 'postinstall-ran');
+
+beforeAll(async () => {
+  registry = await fixtureRegistry([
+    { name: 'greet', version: '1.0.0', files: { 'index.js': 'module.exports = (who) => `hello, ${who}`;' } },
+    { name: 'greet', version: '1.2.0', files: { 'index.js': 'module.exports = (who) => `hello there, ${who}`;' } },
+    {
+      name: 'shout',
+      version: '2.0.1',
+      dependencies: { greet: '^1.0.0' },
+      manifest: { type: 'module', exports: { '.': { worker: './worker.js', node: './node.js', default: './node.js' } } },
+      files: { 'worker.js': "import greet from 'greet'; export default (who) => greet(who).toUpperCase();", 'node.js': "import fs from 'node:fs'; export default () => fs;" },
+    },
+    {
+      name: 'has-scripts',
+      version: '1.0.0',
+      scripts: Object.fromEntries(['preinstall', 'install', 'postinstall', 'prepare'].map((s) => [s, `node -e "require('fs').writeFileSync(${JSON.stringify(marker)}, '${s}')"`])),
+      files: { 'index.js': 'module.exports = 42;' },
+    },
+    { name: 'reads-files', version: '0.3.0', files: { 'index.js': "module.exports = require('./lib/read.js');", 'lib/read.js': "const { readFileSync } = require('fs'); module.exports = (p) => readFileSync(p, 'utf8');" } },
+    { name: 'config-loader', version: '1.0.0', dependencies: { 'reads-files': '0.3.0' }, files: { 'index.js': "module.exports = require('reads-files');" } },
+  ]);
+  // No retries: the refusals below would otherwise wait out npm's back-off.
+  engine = testEngine({ env: { ...process.env, npm_config_registry: registry.url, npm_config_fetch_retries: '0' } });
+});
+afterAll(() => registry.close());
+
+const packagesDir = (): string => join(engine.dataDir, 'packages');
+
+function lockOf(name: string): { packages: Record<string, { version: string; integrity: string }> } {
+  return JSON.parse(engine.functions.load(name).compiled.packages!.lock) as never;
+}
+
+async function saveWith(name: string, source: string, dependencies: Record<string, string>, lock?: string) {
+  return engine.saveFunction({ spec: { name }, source, packages: { dependencies, ...(lock ? { lock } : {}) } });
+}
+
+describe('packages beside a function', () => {
+  it('installs the packages a function imports, bundles the worker build, and pins exact versions with their integrity', async () => {
+    await saveWith('shouter', "import shout from 'shout';\nexport default ({ who }) => shout(who);", { shout: '^2.0.0' });
+    expect(await engine.run('shouter', { who: 'ada' }, { caller: 'test' })).toMatchObject({ ok: true, value: 'HELLO THERE, ADA' });
+    const lock = lockOf('shouter');
+    expect(lock.packages['node_modules/shout']).toMatchObject({ version: '2.0.1', integrity: registry.integrity('shout', '2.0.1') });
+    expect(lock.packages['node_modules/greet']).toMatchObject({ version: '1.2.0', integrity: registry.integrity('greet', '1.2.0') });
+    expect(engine.functions.load('shouter').compiled.packages).toMatchObject({ dependencies: { shout: '^2.0.0' }, versions: { shout: '2.0.1' }, count: 2 });
+  });
+
+  it('keeps the locked versions when the source changes, even after a newer version is published', async () => {
+    await saveWith('greeter', "import greet from 'greet';\nexport default () => greet('v1');", { greet: '^1.0.0' });
+    registry.publish({ name: 'greet', version: '1.9.0', files: { 'index.js': 'module.exports = () => "newer";' } });
+    const before = registry.requests.length;
+    await engine.saveFunction({ spec: { name: 'greeter' }, source: "import greet from 'greet';\nexport default () => greet('v2');" });
+    expect(registry.requests.length).toBe(before);
+    expect(await engine.run('greeter', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'hello there, v2' });
+    expect(lockOf('greeter').packages['node_modules/greet']!.version).toBe('1.2.0');
+  });
+
+  it('never runs a package\'s lifecycle scripts', async () => {
+    await saveWith('scripted', "import n from 'has-scripts';\nexport default () => n;", { 'has-scripts': '1.0.0' });
+    expect(await engine.run('scripted', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 42 });
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('refuses at save a package that imports a Node built-in, naming it and the chain of imports', async () => {
+    const error = await saveWith('configured', "import load from 'config-loader';\nexport default () => load('/etc/hostname');", { 'config-loader': '1.0.0' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StudioError);
+    expect((error as StudioError).message).toBe(
+      'configured: the package "reads-files" imports the Node built-in "fs" (configured.ts → config-loader/index.js → reads-files/index.js → reads-files/lib/read.js → fs), which the sandbox does not provide; use a package made for browsers or workers, or remove it',
+    );
+    expect(engine.functions.find('configured')).toBeUndefined();
+  });
+
+  it('refuses a bare import the function does not list, saying how to add it', async () => {
+    await expect(engine.saveFunction({ spec: { name: 'unlisted' }, source: "import greet from 'greet';\nexport default () => greet('x');" })).rejects.toThrow(
+      /"greet" is not one of this function's packages: add it with "callable add unlisted greet"/,
+    );
+  });
+
+  it('names an unknown package and the registry in one line', async () => {
+    const error = (await saveWith('ghost', "import g from 'no-such-package';\nexport default () => g;", { 'no-such-package': '^1.0.0' }).catch((e: unknown) => e)) as StudioError;
+    expect(error.code).toBe('bad_input');
+    expect(error.message).toBe(`ghost: the package "no-such-package" is not in the registry ${registry.url}; check its name (callable remove ghost no-such-package drops it)`);
+  });
+
+  it('refuses a tarball whose bytes do not match the integrity the registry published', async () => {
+    registry.publish({ name: 'swapped', version: '1.0.0', files: { 'index.js': 'module.exports = "genuine";' } });
+    registry.tamper('swapped', '1.0.0');
+    const error = (await saveWith('swapper', "import s from 'swapped';\nexport default () => s;", { swapped: '1.0.0' }).catch((e: unknown) => e)) as StudioError;
+    expect(error.message).toMatch(/^swapper: the tarball of "swapped" from http:\/\/127\.0\.0\.1:\d+\/ does not match the integrity pinned in package-lock\.json, so nothing was installed/);
+    expect(engine.functions.find('swapper')).toBeUndefined();
+  });
+});
+
+describe('export and import with the lock', () => {
+  it('writes package.json and package-lock.json, and imports exactly the locked versions offline from the cache', async () => {
+    await saveWith('exported', "import greet from 'greet';\nexport default () => greet('again');", { greet: '~1.2.0' });
+    const dir = tempDir();
+    const [folder] = engine.exportFunctions(dir, ['exported']);
+    expect(JSON.parse(readFileSync(join(folder!, 'package.json'), 'utf8'))).toMatchObject({ dependencies: { greet: '~1.2.0' } });
+    const lock = readFileSync(join(folder!, 'package-lock.json'), 'utf8');
+    expect(JSON.parse(lock).packages['node_modules/greet']).toMatchObject({ version: '1.2.0', integrity: registry.integrity('greet', '1.2.0') });
+
+    // Without the per-lock install, only the cache can supply the tarball; the registry is asked nothing.
+    rmSync(join(packagesDir(), 'installs'), { recursive: true, force: true });
+    engine.functions.delete('exported');
+    const before = registry.requests.length;
+    await engine.importFunctions(folder!);
+    expect(registry.requests.slice(before)).toEqual([]);
+    expect(await engine.run('exported', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'hello there, again' });
+    expect(engine.functions.load('exported').compiled.packages!.lock).toBe(lock);
+  });
+
+  it('refuses a cached tarball that was changed on disk, and installs nothing from it', async () => {
+    await saveWith('cached', "import s from 'shout';\nexport default () => s('x');", { shout: '2.0.1' });
+    const dir = tempDir();
+    const [folder] = engine.exportFunctions(dir, ['cached']);
+    const integrity = lockOf('cached').packages['node_modules/shout']!.integrity;
+    const hex = Buffer.from(integrity.slice('sha512-'.length), 'base64').toString('hex');
+    const content = join(packagesDir(), 'cache', '_cacache', 'content-v2', 'sha512', hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
+    const bytes = readFileSync(content);
+    bytes[bytes.length - 20]! ^= 0xff;
+    writeFileSync(content, bytes);
+    rmSync(join(packagesDir(), 'installs'), { recursive: true, force: true });
+    engine.functions.delete('cached');
+    registry.tamper('shout', '2.0.1');
+    // The cache's copy fails its integrity check, so npm fetches it again, and the registry's is tampered too.
+    await expect(engine.importFunctions(folder!)).rejects.toThrow(/cached: the tarball of "shout" .* does not match the integrity pinned in package-lock\.json/);
+    expect(engine.functions.find('cached')).toBeUndefined();
+    expect(readdirSync(packagesDir()).filter((f) => f.startsWith('tmp-'))).toEqual([]);
+  });
+
+  it('without the network and without the package in the cache, says so in one line naming the package', async () => {
+    const gone = await fixtureRegistry([{ name: 'far-away', version: '3.1.4', files: { 'index.js': 'module.exports = 3;' } }]);
+    const env = { ...process.env, npm_config_registry: gone.url, npm_config_fetch_retries: '0' };
+    const first = testEngine({ env });
+    await first.saveFunction({ spec: { name: 'far' }, source: "import n from 'far-away';\nexport default () => n;", packages: { dependencies: { 'far-away': '^3.0.0' } } });
+    const [folder] = first.exportFunctions(tempDir(), ['far']);
+    await gone.close();
+    const elsewhere = testEngine({ env });
+    const error = (await elsewhere.importFunctions(folder!).catch((e: unknown) => e)) as StudioError;
+    expect(error.code).toBe('bad_input');
+    expect(error.message).toMatch(new RegExp(`^${folder!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: far: the package "far-away" is not in the package cache and the registry ${gone.url.replace(/[.]/g, '\\.')} cannot be reached \\(ECONNREFUSED\\); connect to the network \\(or set npm's registry or proxy\\), then try again$`));
+    expect(elsewhere.functions.find('far')).toBeUndefined();
+  });
+});
