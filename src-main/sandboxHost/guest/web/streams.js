@@ -17,6 +17,9 @@ import {
   SymbolToStringTag,
   Uint8ArrayCtor,
   ArrayBufferIsView,
+  WeakMapCtor,
+  WeakMapGet,
+  WeakMapSet,
   call,
   str,
   isArrayBuffer,
@@ -183,13 +186,27 @@ const makeTransforms = (TransformStream) => {
   const proto = TransformStream.prototype;
   const readableOf = /** @type {() => unknown} */ (/** @type {PropertyDescriptor} */ (ObjectGetOwnPropertyDescriptor(proto, 'readable')).get);
   const writableOf = /** @type {() => unknown} */ (/** @type {PropertyDescriptor} */ (ObjectGetOwnPropertyDescriptor(proto, 'writable')).get);
+  // The four are GenericTransformStreams: readable and writable of the TransformStream each one wraps.
+  const transforms = new WeakMapCtor();
+  /** @param {object} owner @param {unknown} transform */
+  const transformOf = (owner, transform) => call(WeakMapSet, transforms, owner, transform);
+  /** @param {(this: unknown) => unknown} side @param {string} name */
+  const sideGetter = (side, name) => ({
+    /** @this {unknown} */
+    get() {
+      const transform = call(WeakMapGet, transforms, this);
+      if (transform === undefined) throw new TypeErrorCtor(`${name} can only be read on the object it belongs to`);
+      return call(side, transform);
+    },
+    enumerable: true,
+    configurable: true,
+  });
 
   class TextEncoderStream {
     #encoding = 'utf-8';
-    #transform;
     constructor() {
       let pending = ''; // a high surrogate that ended the last chunk: its pair may start the next
-      this.#transform = new TransformStream({
+      transformOf(this, new TransformStream({
         /** @param {unknown} chunk @param {any} controller */
         transform(chunk, controller) {
           let s = pending + str(chunk);
@@ -205,22 +222,15 @@ const makeTransforms = (TransformStream) => {
         flush(controller) {
           if (pending !== '') controller.enqueue(new Uint8ArrayCtor([0xef, 0xbf, 0xbd]));
         },
-      });
+      }));
     }
     get encoding() {
       return this.#encoding;
-    }
-    get readable() {
-      return call(readableOf, this.#transform);
-    }
-    get writable() {
-      return call(writableOf, this.#transform);
     }
   }
 
   class TextDecoderStream {
     #encoding = 'utf-8';
-    #transform;
     #fatal;
     #ignoreBOM;
     /** @param {unknown} [label] @param {any} [options] */
@@ -231,7 +241,7 @@ const makeTransforms = (TransformStream) => {
       this.#fatal = !!(options && options.fatal);
       this.#ignoreBOM = !!(options && options.ignoreBOM);
       const decode = utf8StreamDecoder(this.#fatal, this.#ignoreBOM);
-      this.#transform = new TransformStream({
+      transformOf(this, new TransformStream({
         /** @param {unknown} chunk @param {any} controller */
         transform(chunk, controller) {
           const text = decode(bufferSourceCopy(chunk, 'TextDecoderStream'), false);
@@ -242,7 +252,7 @@ const makeTransforms = (TransformStream) => {
           const text = decode(new Uint8ArrayCtor(0), true);
           if (text !== '') controller.enqueue(text);
         },
-      });
+      }));
     }
     get encoding() {
       return this.#encoding;
@@ -252,12 +262,6 @@ const makeTransforms = (TransformStream) => {
     }
     get ignoreBOM() {
       return this.#ignoreBOM;
-    }
-    get readable() {
-      return call(readableOf, this.#transform);
-    }
-    get writable() {
-      return call(writableOf, this.#transform);
     }
   }
 
@@ -298,28 +302,20 @@ const makeTransforms = (TransformStream) => {
   };
 
   class CompressionStream {
-    #transform;
     /** @param {unknown} format */
     constructor(format) {
       needArgs(arguments.length, 1, 'CompressionStream');
       const f = formatOf(format, 'CompressionStream');
       const fflate = require('fflate');
-      this.#transform = flateTransform(
+      transformOf(this, flateTransform(
         'CompressionStream',
         (ondata) => (f === 'gzip' ? new fflate.Gzip(ondata) : f === 'deflate' ? new fflate.Zlib(ondata) : new fflate.Deflate(ondata)),
         (engine, bytes, final) => engine.push(bytes, final),
-      );
-    }
-    get readable() {
-      return call(readableOf, this.#transform);
-    }
-    get writable() {
-      return call(writableOf, this.#transform);
+      ));
     }
   }
 
   class DecompressionStream {
-    #transform;
     /** @param {unknown} format */
     constructor(format) {
       needArgs(arguments.length, 1, 'DecompressionStream');
@@ -338,7 +334,7 @@ const makeTransforms = (TransformStream) => {
           throw new TypeErrorCtor(`DecompressionStream: the ${f} data is not valid: ${message}`);
         }
       };
-      this.#transform = flateTransform(
+      transformOf(this, flateTransform(
         'DecompressionStream',
         (ondata) => (f === 'gzip' ? new fflate.Gunzip(ondata) : f === 'deflate' ? new fflate.Unzlib(ondata) : new fflate.Inflate(ondata)),
         (engine, bytes, final, received) => {
@@ -347,18 +343,14 @@ const makeTransforms = (TransformStream) => {
           for (let at = 0; at < bytes.length; at += INFLATE_SLICE) push(engine, bytes.subarray(at, at + INFLATE_SLICE), false);
           if (final) push(engine, bytes, true);
         },
-      );
-    }
-    get readable() {
-      return call(readableOf, this.#transform);
-    }
-    get writable() {
-      return call(writableOf, this.#transform);
+      ));
     }
   }
 
   const made = { TextEncoderStream, TextDecoderStream, CompressionStream, DecompressionStream };
   for (const name of TRANSFORM_CLASSES) {
+    ObjectDefineProperty(made[name].prototype, 'readable', sideGetter(readableOf, `${name}.readable`));
+    ObjectDefineProperty(made[name].prototype, 'writable', sideGetter(writableOf, `${name}.writable`));
     ObjectDefineProperty(made[name], 'name', { value: name, configurable: true });
     ObjectDefineProperty(made[name].prototype, SymbolToStringTag, { value: name, configurable: true });
   }
