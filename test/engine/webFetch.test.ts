@@ -65,9 +65,11 @@ describe('fetch against a vendor', () => {
       const data = await res.json();
       let again;
       try { await res.text(); } catch (e) { again = e.constructor.name; }
-      return { status: res.status, ok: res.ok, type: res.type, url: res.url, redirected: res.redirected, ct: res.headers.get('content-type'), data, first, used: res.bodyUsed, again, isResponse: res instanceof Response };`,
+      let frozen; try { res.headers.set('x-mine', '1'); } catch (e) { frozen = e.constructor.name; }
+      const copy = new Headers(res.headers); copy.set('x-mine', '1');
+      return { status: res.status, ok: res.ok, type: res.type, url: res.url, redirected: res.redirected, ct: res.headers.get('content-type'), data, first, used: res.bodyUsed, again, isResponse: res instanceof Response, frozen, copy: copy.get('x-mine'), cloneFrozen: (() => { try { res.clone(); } catch { return 'used'; } })() };`,
     );
-    expect(got).toEqual({ status: 200, ok: true, type: 'basic', url: `${base}/json`, redirected: false, ct: 'application/json', data: { hello: 'world', n: 1 }, first: false, used: true, again: 'TypeError', isResponse: true });
+    expect(got).toEqual({ status: 200, ok: true, type: 'basic', url: `${base}/json`, redirected: false, ct: 'application/json', data: { hello: 'world', n: 1 }, first: false, used: true, again: 'TypeError', isResponse: true, frozen: 'TypeError', copy: '1', cloneFrozen: 'used' });
     expect(seen.length).toBe(before + 1);
     expect(seen.at(-1)).toMatchObject({ method: 'GET', url: '/json', headers: { 'x-trace': 'abc' } });
   });
@@ -368,7 +370,9 @@ describe('Request, Response, Headers, FormData, Blob and File as Node has them',
         r: [r.status, r.statusText, r.ok, r.type, r.url, r.headers.get('x-a'), r.headers.get('content-type'), t1, r.bodyUsed, twice, cloneUsed],
         c: [c.bodyUsed, await c.text(), c.status],
         j: [j.status, j.headers.get('content-type'), await j.json()],
-        err: [err.type, err.status, err.ok, err.body],
+        err: [err.type, err.status, err.ok, err.body, (() => { try { err.headers.append('a', 'b'); return 'changed'; } catch (e) { return e.constructor.name; } })()],
+        redGuard: (() => { try { red.headers.set('location', 'x'); return 'changed'; } catch (e) { return e.constructor.name; } })(),
+        jGuard: (() => { j.headers.set('x-j', '1'); return j.headers.get('x-j'); })(),
         red: [red.status, red.headers.get('location'), red.body],
         back: [back.get('k'), back.get('f').name, back.get('f').type, await back.get('f').text()],
         url: [...url], fromBlob: [fromBlob.type, await fromBlob.text()],

@@ -25,9 +25,15 @@ import { defineGlobal } from './globals.js';
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** @type {(headers: Headers) => [string, string][]} */
 export let headerList;
+/** @type {(headers: Headers) => void} Makes `headers` immutable (the Fetch standard's "immutable" guard). */
+export let freezeHeaders;
+/** @type {(headers: Headers) => boolean} */
+export let headersFrozen;
 export class Headers {
   /** @type {Map<string, string>} */
   #map = new MapCtor();
+  // A response's from fetch, Response.error() or Response.redirect(): its headers cannot change.
+  #immutable = false;
   /** @param {any} [init] */
   constructor(init) {
     if (init === undefined || init === null) return;
@@ -47,8 +53,12 @@ export class Headers {
     if (!call(RegExpTest, HEADER_NAME, n)) throw new TypeErrorCtor(`Headers: "${n}" is not a valid header name`);
     return call(StringToLowerCase, n);
   }
+  #mutable() {
+    if (this.#immutable) throw new TypeErrorCtor("Headers: these are a response's headers and cannot change; copy them with new Headers(response.headers)");
+  }
   /** @param {unknown} name @param {unknown} value */
   append(name, value) {
+    this.#mutable();
     const n = this.#name(name);
     const v = call(StringTrim, str(value));
     const prev = call(MapGet, this.#map, n);
@@ -56,6 +66,7 @@ export class Headers {
   }
   /** @param {unknown} name @param {unknown} value */
   set(name, value) {
+    this.#mutable();
     call(MapSet, this.#map, this.#name(name), call(StringTrim, str(value)));
   }
   /** @param {unknown} name */
@@ -69,6 +80,7 @@ export class Headers {
   }
   /** @param {unknown} name */
   delete(name) {
+    this.#mutable();
     call(MapDelete, this.#map, this.#name(name));
   }
   /** @param {(value: string, name: string, headers: Headers) => void} fn @param {unknown} [thisArg] */
@@ -76,6 +88,10 @@ export class Headers {
     for (const [k, v] of this.entries()) ReflectApply(fn, thisArg, [v, k, this]);
   }
   static {
+    freezeHeaders = (headers) => {
+      headers.#immutable = true;
+    };
+    headersFrozen = (headers) => headers.#immutable;
     // The pairs sorted by name, whatever the function did to Map's and Array's prototypes (ctx.fetch sends these).
     headerList = (headers) => {
       const all = /** @type {[string, string][]} */ ([]);

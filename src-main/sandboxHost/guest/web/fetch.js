@@ -33,7 +33,7 @@ import {
 import { sync, start } from '../host.js';
 import { utf8Encode } from '../encoding.js';
 import { paramsText } from '../url.js';
-import { Headers, headerList } from '../headers.js';
+import { Headers, headerList, freezeHeaders, headersFrozen } from '../headers.js';
 import { defineGlobal } from '../globals.js';
 import { streams } from './streams.js';
 import { isBlob, blobBytes, blobType, makeBlob, makeFile, bytesStream, concatBytes, copyRange, decodeText, viewBytes, viewOf } from './blob.js';
@@ -544,7 +544,9 @@ export class Response {
     this.#s = s;
   }
   static error() {
-    return makeResponse({ type: 'error', url: '', redirected: false, status: 0, statusText: '', headers: new Headers(), body: null });
+    const headers = new Headers();
+    freezeHeaders(headers);
+    return makeResponse({ type: 'error', url: '', redirected: false, status: 0, statusText: '', headers, body: null });
   }
   /** @param {unknown} url @param {unknown} [status] */
   static redirect(url, status = 302) {
@@ -553,6 +555,7 @@ export class Response {
     if (!among(REDIRECT_STATUSES, n)) throw new RangeErrorCtor(`Response.redirect: status must be 301, 302, 303, 307 or 308, not ${str(status)}`);
     const headers = new Headers();
     headers.set('location', href);
+    freezeHeaders(headers);
     return makeResponse({ type: 'default', url: '', redirected: false, status: n, statusText: '', headers, body: null });
   }
   /** @param {unknown} data @param {any} [init] */
@@ -578,7 +581,9 @@ export class Response {
   get bodyUsed() { return bodyUsed(this.#s.body); }
   clone() {
     const s = this.#s;
-    return makeResponse({ ...s, headers: new Headers(headerList(s.headers)), body: cloneBody(s.body, 'Response.clone') });
+    const headers = new Headers(headerList(s.headers));
+    if (headersFrozen(s.headers)) freezeHeaders(headers);
+    return makeResponse({ ...s, headers, body: cloneBody(s.body, 'Response.clone') });
   }
   static {
     responseState = (response) => response.#s;
@@ -693,13 +698,15 @@ const fetchFn = (input, init = undefined) => {
           /** @param {RawResponse} raw */ (raw) => {
             if (done) return;
             const empty = method === 'HEAD' || among(NULL_BODY_STATUSES, raw.status);
+            const headers = new Headers(raw.headers);
+            freezeHeaders(headers);
             const response = makeResponse({
               type: 'basic',
               url: raw.url,
               redirected: raw.redirected,
               status: raw.status,
               statusText: raw.statusText,
-              headers: new Headers(raw.headers),
+              headers,
               body: empty ? null : { bytes: raw.body, stream: null, used: false },
             });
             if (s.integrity === '') {
