@@ -38,15 +38,15 @@ export const SUBTLE_LIMITS = {
   bits: 131_072,
 } as const;
 
-/** The algorithms of the W3C WebCrypto spec, by their names in lower case (names match case-insensitively). */
+/** The algorithms of W3C WebCrypto and its Secure Curves draft (Ed448, X448), by their names in lower case (names match case-insensitively). */
 const ALGORITHMS = new Map(
-  ['SHA-1', 'SHA-256', 'SHA-384', 'SHA-512', 'HMAC', 'AES-GCM', 'AES-CBC', 'AES-CTR', 'AES-KW', 'RSASSA-PKCS1-v1_5', 'RSA-PSS', 'RSA-OAEP', 'ECDSA', 'ECDH', 'Ed25519', 'X25519', 'PBKDF2', 'HKDF'].map(
+  ['SHA-1', 'SHA-256', 'SHA-384', 'SHA-512', 'HMAC', 'AES-GCM', 'AES-CBC', 'AES-CTR', 'AES-KW', 'RSASSA-PKCS1-v1_5', 'RSA-PSS', 'RSA-OAEP', 'ECDSA', 'ECDH', 'Ed25519', 'X25519', 'Ed448', 'X448', 'PBKDF2', 'HKDF'].map(
     (name) => [name.toLowerCase(), name],
   ),
 );
 const HASH_BYTES: Record<string, number> = { 'SHA-1': 20, 'SHA-256': 32, 'SHA-384': 48, 'SHA-512': 64 };
 const HASH_BLOCK_BITS: Record<string, number> = { 'SHA-1': 512, 'SHA-256': 512, 'SHA-384': 1024, 'SHA-512': 1024 };
-const BYTE_MEMBERS = new Set(['iv', 'additionalData', 'salt', 'info', 'label', 'counter', 'publicExponent']);
+const BYTE_MEMBERS = new Set(['iv', 'additionalData', 'salt', 'info', 'label', 'counter', 'publicExponent', 'context']);
 const INTEGER_MEMBERS = new Set(['tagLength', 'length', 'iterations', 'saltLength', 'modulusLength']);
 const USAGES = new Set(['encrypt', 'decrypt', 'sign', 'verify', 'deriveKey', 'deriveBits', 'wrapKey', 'unwrapKey']);
 const FORMATS = new Set(['raw', 'spki', 'pkcs8', 'jwk']);

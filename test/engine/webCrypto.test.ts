@@ -173,9 +173,10 @@ describe('AES', () => {
 });
 
 describe('key agreement and RSA-OAEP', () => {
-  it('derives the same X25519 and ECDH P-256 secrets as node:crypto does on the other side', async () => {
+  it('derives the same X25519, X448 and ECDH P-256 secrets as node:crypto does on the other side', async () => {
     for (const [name, nodeType, params] of [
       ['X25519', 'x25519', `'X25519'`],
+      ['X448', 'x448', `'X448'`],
       ['ECDH', 'ec', `{ name: 'ECDH', namedCurve: 'P-256' }`],
     ] as const) {
       const host = generateKeyPairSync(nodeType as 'x25519', nodeType === 'ec' ? ({ namedCurve: 'P-256' } as object) : {});
@@ -184,12 +185,12 @@ describe('key agreement and RSA-OAEP', () => {
         `agree_${nodeType}`,
         `const pair = await subtle.generateKey(${params}, true, ['deriveBits']);
          const other = await subtle.importKey('spki', fromHex('${hex(hostSpki)}'), ${params}, false, []);
-         const secret = await subtle.deriveBits({ name: '${name}', public: other }, pair.privateKey, 256);
+         const secret = await subtle.deriveBits({ name: '${name}', public: other }, pair.privateKey, ${name === 'X448' ? 448 : 256});
          return { spki: hex(await subtle.exportKey('spki', pair.publicKey)), secret: hex(secret), bits: secret.byteLength * 8 };`,
       );
       const theirs = createPublicKey({ key: Buffer.from(value.spki, 'hex'), format: 'der', type: 'spki' });
       expect(value.secret).toBe(hex(diffieHellman({ privateKey: host.privateKey, publicKey: theirs })));
-      expect(value.bits).toBe(256);
+      expect(value.bits).toBe(name === 'X448' ? 448 : 256);
     }
   });
 
@@ -228,6 +229,18 @@ describe('signatures', () => {
     expect(value).toMatchObject({ signature: rfc, again: rfc, verifies: true, other: false, pkcs8: hex(pkcs8), type: 'public' });
     expect(value.spki).toBe(hex(createPublicKey(createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })).export({ format: 'der', type: 'spki' })));
     expect(value.jwk).toEqual({ kty: 'OKP', crv: 'Ed25519', alg: 'Ed25519', d: b64url(seed), x: b64url(pub), key_ops: ['sign'], ext: true });
+  });
+
+  it('makes Ed448 keys whose signatures node:crypto verifies', async () => {
+    const value = await inSandbox<{ spki: string; signature: string }>(
+      'ed448',
+      `const { publicKey, privateKey } = await subtle.generateKey('Ed448', true, ['sign', 'verify']);
+       return { spki: hex(await subtle.exportKey('spki', publicKey)), signature: hex(await subtle.sign('Ed448', privateKey, utf8('message'))) };`,
+    );
+    const key = createPublicKey({ key: Buffer.from(value.spki, 'hex'), format: 'der', type: 'spki' });
+    expect(key.asymmetricKeyType).toBe('ed448');
+    expect(nodeVerify(null, Buffer.from('message'), key, Buffer.from(value.signature, 'hex'))).toBe(true);
+    expect(nodeVerify(null, Buffer.from('massage'), key, Buffer.from(value.signature, 'hex'))).toBe(false);
   });
 
   it('makes ECDSA P-256 keys whose signatures node:crypto verifies, and round-trips them through JWK, pkcs8 and spki', async () => {

@@ -47,7 +47,7 @@ const keySlots = new WeakMapCtor();
 const INTERNAL = ObjectCreate(null);
 /** The error names the host answers with: each becomes a DOMException of that name. */
 const DOM_ERRORS = ['NotSupportedError', 'InvalidAccessError', 'DataError', 'OperationError', 'SyntaxError', 'InvalidStateError', 'QuotaExceededError'];
-const BYTE_MEMBERS = ['iv', 'additionalData', 'salt', 'info', 'label', 'counter', 'publicExponent'];
+const BYTE_MEMBERS = ['iv', 'additionalData', 'salt', 'info', 'label', 'counter', 'publicExponent', 'context'];
 const INTEGER_MEMBERS = ['tagLength', 'length', 'iterations', 'saltLength', 'modulusLength'];
 const JWK_STRINGS = ['kty', 'use', 'alg', 'crv', 'x', 'y', 'd', 'n', 'e', 'p', 'q', 'dp', 'dq', 'qi', 'k'];
 const OTHER_PRIME = ['r', 'd', 't'];
