@@ -127,7 +127,7 @@ export class EarlyBridge implements HostBinding {
 // ------------------------------------------------------------ a run ----
 
 /** Why a fetch the guest aborted was closed (a reason of our own, like the run's: no DOMException per abort). */
-const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
+export const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
 /** Errors from a question (ctx.elicit, ctx.sample) that end the whole run. */

@@ -8,6 +8,7 @@ import module from 'node:module';
 import { Socket } from 'node:net';
 import { ERROR_CODES, StudioError, type ErrorCode } from '../engine/model/errors.ts';
 import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../engine/sandbox/protocol.ts';
+import { FETCH_ABORTED } from './bridge.ts';
 import { SandboxExecutor } from './executor.ts';
 
 const MB = 1024 * 1024;
@@ -116,9 +117,16 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
       onLog: (entry) => send({ t: 'log', runId, ...entry }),
       onProgress: (update) => send({ t: 'progress', runId, ...update }),
       // The engine performs the request (policy, credentials, trace) and answers with the response.
-      // A fetch the function aborts (or one still in flight when the run ends) is closed by the engine.
+      // A fetch the function aborts is closed by the engine now (one in flight when the run ends, when the run is over).
       fetch: (request, signal) =>
-        answerOf(state.fetches, signal, (op) => send({ t: 'fetch', runId, op, request }), (op) => send({ t: 'fetchAbort', runId, op })),
+        answerOf(
+          state.fetches,
+          signal,
+          (op) => send({ t: 'fetch', runId, op, request }),
+          (op) => {
+            if (signal.reason === FETCH_ABORTED) send({ t: 'fetchAbort', runId, op });
+          },
+        ),
       // ctx.elicit / ctx.sample: the engine asks (the client, the studio) and answers.
       ask: (request, signal) => answerOf(state.asks, signal, (op) => send({ t: 'ask', runId, op, ...request })),
     });

@@ -306,6 +306,18 @@ describe('abort', () => {
       vendor.release();
     }
   });
+
+  it("says in the trace that the run ended, not the function, when a fetch is in flight at the deadline", async () => {
+    const vendor = await heldVendor();
+    try {
+      await defineFunction(engine, { name: 'fetch_at_deadline', allowedHosts: [`127.0.0.1:${vendor.port}`], timeoutMs: 1000 }, `export default async () => (await fetch('http://127.0.0.1:${vendor.port}/slow')).text()`);
+      const result = await engine.run('fetch_at_deadline', {}, { caller: 'test' });
+      expect(result).toMatchObject({ ok: false, error: { code: 'timeout' } });
+      expect(result.trace).toEqual([expect.objectContaining({ url: `http://127.0.0.1:${vendor.port}/slow`, error: 'the run ended before the response arrived' })]);
+    } finally {
+      vendor.release();
+    }
+  });
 });
 
 describe('Request, Response, Headers, FormData, Blob and File as Node has them', () => {
