@@ -20,6 +20,13 @@ export const UNIT_FILES = [
   'test/mcp/allowedOrigins.test.ts',
 ];
 
+/**
+ * Integration files that load the machine on purpose and time what they provoke: memory bombs and
+ * wedged sandbox hosts, whose heartbeats and deadlines come late when other files starve them of
+ * CPU. They run one at a time, once the other integration files are done.
+ */
+export const ALONE_FILES = ['test/engine/limits.test.ts', 'test/engine/sandboxHost.test.ts'];
+
 /** The built renderer in Chromium (needs `electron-vite build` first). */
 export const E2E_FILES = ['test/e2e/**/*.test.ts', 'test/e2e/**/*.spec.ts'];
 
@@ -34,10 +41,11 @@ const real = {
  * Files run at once, per tier. Vitest's default is one fewer than the cores: one file at a time on
  * 2 cores. Unit files are CPU-bound: one per core. Integration files mostly wait (on child
  * processes, sockets, timers, SQLite locks), so three share 2 cores; their timing bounds hold with
- * a connection flood running beside them. Each e2e file drives a Chromium: two at a time.
+ * a connection flood running beside them (ALONE_FILES do not). Each e2e file drives a Chromium:
+ * two at a time.
  * Vitest runs tiers with different counts one after another (sequence.groupOrder), unit first.
  */
-export const MAX_WORKERS = { unit: 2, integration: 3, e2e: 2 };
+export const MAX_WORKERS = { unit: 2, integration: 3, alone: 1, e2e: 2 };
 
 export default defineConfig({
   test: {
@@ -51,12 +59,13 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: TEST_FILES,
-          exclude: [...configDefaults.exclude, ...UNIT_FILES, ...E2E_FILES],
+          exclude: [...configDefaults.exclude, ...UNIT_FILES, ...ALONE_FILES, ...E2E_FILES],
           ...real,
           maxWorkers: MAX_WORKERS.integration,
           sequence: { groupOrder: 1 },
         },
       },
+      { extends: true, test: { name: 'integration:alone', include: ALONE_FILES, ...real, maxWorkers: MAX_WORKERS.alone, sequence: { groupOrder: 2 } } },
       {
         extends: true,
         test: {
@@ -64,7 +73,7 @@ export default defineConfig({
           include: E2E_FILES,
           ...real,
           maxWorkers: MAX_WORKERS.e2e,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           // What the page shows after a bridge call the engine process answers (reading a spec, a run):
           // vitest's 1 s default for expect.poll is less than that can take on a loaded 2-core machine.
           expect: { poll: { timeout: 10_000 } },

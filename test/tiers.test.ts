@@ -4,33 +4,36 @@ import { describe, expect, it } from 'vitest';
 import config, { TEST_FILES, UNIT_FILES } from '../vitest.config.ts';
 
 /**
- * The test tiers of vitest.config.ts: every test file runs in exactly one of them, the unit tier
- * holds only files that start nothing, and `npm test` runs every tier while each test:TIER script
- * runs one.
+ * The test tiers of vitest.config.ts: every test file runs in exactly one of its projects, the unit
+ * tier holds only files that start nothing, and `npm test` runs every tier while each test:TIER
+ * script runs one: the projects named TIER and TIER:PART.
  */
 const ROOT = join(import.meta.dirname, '..');
 
-interface Tier {
+interface Project {
   name: string;
+  tier: string;
   include: string[];
   exclude: string[];
   maxWorkers: unknown;
   groupOrder: number;
 }
-const tiers: Tier[] = (config.test?.projects ?? []).map((project) => {
-  if (typeof project !== 'object' || !('test' in project) || !project.test?.name) throw new Error('each tier is an inline project with a name');
-  const { name, include = [], exclude = [], maxWorkers, sequence } = project.test;
-  return { name: typeof name === 'string' ? name : name.label, include, exclude, maxWorkers, groupOrder: sequence?.groupOrder ?? 0 };
+const projects: Project[] = (config.test?.projects ?? []).map((project) => {
+  if (typeof project !== 'object' || !('test' in project) || !project.test?.name) throw new Error('each project is inline, with a name');
+  const { name: named, include = [], exclude = [], maxWorkers, sequence } = project.test;
+  const name = typeof named === 'string' ? named : named.label;
+  return { name, tier: name.split(':')[0]!, include, exclude, maxWorkers, groupOrder: sequence?.groupOrder ?? 0 };
 });
+const tiers = [...new Set(projects.map((p) => p.tier))];
 const matches = (file: string, globs: string[]): boolean => globs.some((glob) => matchesGlob(file, glob));
 const testFiles = globSync(TEST_FILES, { cwd: ROOT, exclude: ['**/node_modules/**'] }).map((f) => f.split('\\').join('/'));
 
 describe('test tiers', () => {
   it('put every test file in exactly one tier', () => {
-    expect(tiers.map((t) => t.name)).toEqual(['unit', 'integration', 'e2e']);
+    expect(tiers).toEqual(['unit', 'integration', 'e2e']);
     expect(testFiles.length).toBeGreaterThan(50);
     const misplaced = testFiles
-      .map((file) => ({ file, in: tiers.filter((t) => matches(file, t.include) && !matches(file, t.exclude)).map((t) => t.name) }))
+      .map((file) => ({ file, in: projects.filter((p) => matches(file, p.include) && !matches(file, p.exclude)).map((p) => p.name) }))
       .filter((f) => f.in.length !== 1);
     expect(misplaced).toEqual([]);
     expect(UNIT_FILES.filter((file) => !testFiles.includes(file)), 'unit files that do not exist').toEqual([]);
@@ -46,7 +49,10 @@ describe('test tiers', () => {
 
   it('are each run by a test:TIER script, and all of them by npm test', () => {
     const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    for (const { name } of tiers) expect(scripts[`test:${name}`], `test:${name}`).toMatch(new RegExp(`\\bvitest run --project ${name}$`));
+    for (const tier of tiers) {
+      const flags = projects.filter((p) => p.tier === tier).map((p) => ` --project ${p.name}`);
+      expect(scripts[`test:${tier}`], `test:${tier}`).toMatch(new RegExp(`\\bvitest run${flags.join('')}$`));
+    }
     // One vitest run with no project or file filter runs every tier, after the lint and type check.
     expect(scripts.test).toMatch(/^npm run check -- --no-cache && .*\bvitest run$/);
   });
@@ -54,12 +60,12 @@ describe('test tiers', () => {
   it('each run as many files at once as the README says, and those with different counts in different groups (vitest refuses the run otherwise)', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const words = ['zero', 'one', 'two', 'three', 'four', 'five', 'six'];
-    for (const { name, maxWorkers } of tiers) {
+    for (const { name, tier, maxWorkers } of projects) {
       expect(Number.isInteger(maxWorkers), `${name}: an explicit count (vitest's default is one fewer than the cores)`).toBe(true);
-      const said = new RegExp(`^- \`npm run test:${name}\`:[^]*?(?=^- |^$)`, 'm').exec(readme)?.[0];
-      expect(said, `the README's line on test:${name}`).toBeDefined();
-      if (name !== 'unit') expect(said!.replace(/\s+/g, ' ')).toContain(`${words[maxWorkers as number]} files at a time`);
+      const said = new RegExp(`^- \`npm run test:${tier}\`:[^]*?(?=^- |^$)`, 'm').exec(readme)?.[0];
+      expect(said, `the README's line on test:${tier}`).toBeDefined();
+      if (tier !== 'unit') expect(said!.replace(/\s+/g, ' '), name).toMatch(new RegExp(`\\b${words[maxWorkers as number]} (files )?at a time`));
     }
-    for (const a of tiers) for (const b of tiers) if (a !== b && a.maxWorkers !== b.maxWorkers) expect(a.groupOrder, `${a.name} and ${b.name}`).not.toBe(b.groupOrder);
+    for (const a of projects) for (const b of projects) if (a !== b && a.maxWorkers !== b.maxWorkers) expect(a.groupOrder, `${a.name} and ${b.name}`).not.toBe(b.groupOrder);
   });
 });
