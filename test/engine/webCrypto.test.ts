@@ -334,7 +334,7 @@ describe('keys are opaque handles of their run', () => {
     expect(value.badSpki).toMatchObject({ name: 'DataError', dom: true });
   });
 
-  it("works whatever the function did to Object.prototype and the typed-array globals, with WebIDL's enumerable members", async () => {
+  it("works whatever the function did to Object.prototype and the typed-array globals, with WebIDL's names and enumerable members", async () => {
     const value = await inSandbox(
       'hijacked',
       `const input = utf8('abc');
@@ -354,6 +354,7 @@ describe('keys are opaque handles of their run', () => {
        return {
          type: key.type, raw: raw.byteLength, digest: hex(digest),
          subtleMembers: Object.keys(SubtleCrypto.prototype).length, keyMembers: Object.keys(CryptoKey.prototype),
+         names: [SubtleCrypto.name, CryptoKey.name, String(crypto.subtle), String(key)],
        };`,
     );
     expect(value).toEqual({
@@ -362,6 +363,7 @@ describe('keys are opaque handles of their run', () => {
       digest: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
       subtleMembers: 12,
       keyMembers: ['type', 'extractable', 'algorithm', 'usages'],
+      names: ['SubtleCrypto', 'CryptoKey', '[object SubtleCrypto]', '[object CryptoKey]'],
     });
   });
 

@@ -15,7 +15,7 @@ import {
 } from './intrinsics.js';
 import { sync } from './host.js';
 import { defineGlobal } from './globals.js';
-import { subtle } from './web/subtle.js';
+import { defineSubtle } from './web/subtle.js';
 
 /** @param {unknown} array */
 const getRandomValues = (array) => {
@@ -42,7 +42,7 @@ const randomUUID = () => {
 const cryptoObject = ObjectCreate(null);
 cryptoObject.getRandomValues = getRandomValues;
 cryptoObject.randomUUID = randomUUID;
-cryptoObject.subtle = subtle;
+defineSubtle(cryptoObject);
 
 export function install() {
   defineGlobal('crypto', ObjectFreeze(cryptoObject));

@@ -29,8 +29,8 @@ import {
   append,
 } from '../intrinsics.js';
 import { start } from '../host.js';
-import { defineGlobal } from '../globals.js';
-import { DOMException } from './domException.js';
+import { defineLazyGlobal } from '../globals.js';
+import { domException, needArgs } from './domException.js';
 import { viewOf } from './blob.js';
 
 /**
@@ -162,14 +162,14 @@ const jwkOf = (value) => {
 
 /** A key description from the host as a CryptoKey. @param {any} d */
 const keyFrom = (d) => {
-  const key = ObjectCreate(CryptoKey.prototype);
+  const key = ObjectCreate(interfaces().CryptoKey.prototype);
   call(WeakMapSet, keySlots, key, { handle: d.handle, type: str(d.type), extractable: d.extractable === true, algorithm: d.algorithm, usages: d.usages });
   return key;
 };
 
 /** @param {unknown} bytes */
 const arrayBufferFrom = (bytes) => {
-  if (!isBytes(bytes)) throw new DOMException('crypto.subtle: the host answered with no bytes', 'OperationError');
+  if (!isBytes(bytes)) throw domException('crypto.subtle: the host answered with no bytes', 'OperationError');
   return call(TypedArrayBuffer, bytes);
 };
 
@@ -178,7 +178,7 @@ const guestError = (error) => {
   const code = error && typeof error.code === 'string' ? error.code : '';
   const message = error && typeof error.message === 'string' ? error.message : 'crypto.subtle: the operation failed';
   if (code === 'TypeError') return new TypeErrorCtor(message);
-  return new DOMException(message, includes(DOM_ERRORS, code) ? code : 'OperationError');
+  return domException(message, includes(DOM_ERRORS, code) ? code : 'OperationError');
 };
 
 /** @param {unknown} reason */
@@ -192,8 +192,8 @@ const rejected = (reason) => new PromiseCtor((_resolve, reject) => reject(reason
  */
 const run = (self, given, needed, method, build, answer) => {
   try {
-    if (self !== subtle) throw new TypeErrorCtor('Illegal invocation');
-    if (given < needed) throw new TypeErrorCtor(`crypto.subtle.${method}: ${needed} arguments required, but only ${given} present`);
+    if (self !== interfaces().subtle) throw new TypeErrorCtor('Illegal invocation');
+    needArgs(given, needed, `crypto.subtle.${method}`);
     // Spread and literals define their properties: a setter the function put on Object.prototype is never called.
     const payload = { method, ...build() };
     return call(PromiseThen, start('subtle', payload), answer, (/** @type {unknown} */ error) => {
@@ -207,150 +207,162 @@ const run = (self, given, needed, method, build, answer) => {
 /** @param {any} value */
 const keyOrPair = (value) => (ObjectHasOwn(value, 'privateKey') ? { publicKey: keyFrom(value.publicKey), privateKey: keyFrom(value.privateKey) } : keyFrom(value));
 
-export class CryptoKey {
-  /** @param {unknown} [token] */
-  constructor(token) {
-    if (token !== INTERNAL) throw new TypeErrorCtor('Illegal constructor');
+/**
+ * The interfaces, made on first use of crypto.subtle, SubtleCrypto or CryptoKey: a call that uses
+ * none of them does not pay for their classes.
+ */
+const make = () => {
+  class CryptoKey {
+    /** @param {unknown} [token] */
+    constructor(token) {
+      if (token !== INTERNAL) throw new TypeErrorCtor('Illegal constructor');
+    }
+    get type() {
+      return slotsOf(this, 'this').type;
+    }
+    get extractable() {
+      return slotsOf(this, 'this').extractable;
+    }
+    get algorithm() {
+      return slotsOf(this, 'this').algorithm;
+    }
+    get usages() {
+      return slotsOf(this, 'this').usages;
+    }
   }
-  get type() {
-    return slotsOf(this, 'this').type;
-  }
-  get extractable() {
-    return slotsOf(this, 'this').extractable;
-  }
-  get algorithm() {
-    return slotsOf(this, 'this').algorithm;
-  }
-  get usages() {
-    return slotsOf(this, 'this').usages;
-  }
-}
-ObjectDefineProperty(CryptoKey.prototype, SymbolToStringTag, { value: 'CryptoKey', configurable: true });
 
-// `arguments.length`: WebIDL counts the arguments given, not the parameters named.
-export class SubtleCrypto {
-  /** @param {unknown} [token] */
-  constructor(token) {
-    if (token !== INTERNAL) throw new TypeErrorCtor('Illegal constructor');
+  // `arguments.length`: WebIDL counts the arguments given, not the parameters named.
+  class SubtleCrypto {
+    /** @param {unknown} [token] */
+    constructor(token) {
+      if (token !== INTERNAL) throw new TypeErrorCtor('Illegal constructor');
+    }
+    /** @param {unknown} algorithm @param {unknown} key @param {unknown} data */
+    encrypt(algorithm, key, data) {
+      return run(this, arguments.length, 3, 'encrypt', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, data: bufferSource(data, 'data') }), arrayBufferFrom);
+    }
+    /** @param {unknown} algorithm @param {unknown} key @param {unknown} data */
+    decrypt(algorithm, key, data) {
+      return run(this, arguments.length, 3, 'decrypt', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, data: bufferSource(data, 'data') }), arrayBufferFrom);
+    }
+    /** @param {unknown} algorithm @param {unknown} key @param {unknown} data */
+    sign(algorithm, key, data) {
+      return run(this, arguments.length, 3, 'sign', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, data: bufferSource(data, 'data') }), arrayBufferFrom);
+    }
+    /** @param {unknown} algorithm @param {unknown} key @param {unknown} signature @param {unknown} data */
+    verify(algorithm, key, signature, data) {
+      return run(
+        this,
+        arguments.length,
+        4,
+        'verify',
+        () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, signature: bufferSource(signature, 'signature'), data: bufferSource(data, 'data') }),
+        (ok) => ok === true,
+      );
+    }
+    /** @param {unknown} algorithm @param {unknown} data */
+    digest(algorithm, data) {
+      return run(this, arguments.length, 2, 'digest', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), data: bufferSource(data, 'data') }), arrayBufferFrom);
+    }
+    /** @param {unknown} algorithm @param {unknown} extractable @param {unknown} keyUsages */
+    generateKey(algorithm, extractable, keyUsages) {
+      return run(this, arguments.length, 3, 'generateKey', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), extractable: !!extractable, usages: strings(keyUsages, 'keyUsages') }), keyOrPair);
+    }
+    /** @param {unknown} algorithm @param {unknown} baseKey @param {unknown} derivedKeyType @param {unknown} extractable @param {unknown} keyUsages */
+    deriveKey(algorithm, baseKey, derivedKeyType, extractable, keyUsages) {
+      return run(
+        this,
+        arguments.length,
+        5,
+        'deriveKey',
+        () => ({
+          algorithm: algorithmOf(algorithm, 'algorithm'),
+          baseKey: slotsOf(baseKey, 'baseKey').handle,
+          derivedKeyType: algorithmOf(derivedKeyType, 'derivedKeyType'),
+          extractable: !!extractable,
+          usages: strings(keyUsages, 'keyUsages'),
+        }),
+        keyFrom,
+      );
+    }
+    /** @param {unknown} algorithm @param {unknown} baseKey @param {unknown} [length] */
+    deriveBits(algorithm, baseKey, length = null) {
+      return run(
+        this,
+        arguments.length,
+        2,
+        'deriveBits',
+        // WebIDL unsigned long? (no EnforceRange): modulo 2^32.
+        () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), baseKey: slotsOf(baseKey, 'baseKey').handle, length: length === null ? null : unsignedLong(length) }),
+        arrayBufferFrom,
+      );
+    }
+    /** @param {unknown} format @param {unknown} keyData @param {unknown} algorithm @param {unknown} extractable @param {unknown} keyUsages */
+    importKey(format, keyData, algorithm, extractable, keyUsages) {
+      return run(
+        this,
+        arguments.length,
+        5,
+        'importKey',
+        () => {
+          const f = formatOf(format);
+          return { format: f, keyData: f === 'jwk' ? jwkOf(keyData) : bufferSource(keyData, 'keyData'), algorithm: algorithmOf(algorithm, 'algorithm'), extractable: !!extractable, usages: strings(keyUsages, 'keyUsages') };
+        },
+        keyFrom,
+      );
+    }
+    /** @param {unknown} format @param {unknown} key */
+    exportKey(format, key) {
+      return run(this, arguments.length, 2, 'exportKey', () => ({ format: formatOf(format), key: slotsOf(key, 'key').handle }), (value) => (isBytes(value) ? arrayBufferFrom(value) : value));
+    }
+    /** @param {unknown} format @param {unknown} key @param {unknown} wrappingKey @param {unknown} wrapAlgorithm */
+    wrapKey(format, key, wrappingKey, wrapAlgorithm) {
+      return run(
+        this,
+        arguments.length,
+        4,
+        'wrapKey',
+        () => ({ format: formatOf(format), key: slotsOf(key, 'key').handle, wrappingKey: slotsOf(wrappingKey, 'wrappingKey').handle, wrapAlgorithm: algorithmOf(wrapAlgorithm, 'wrapAlgorithm') }),
+        arrayBufferFrom,
+      );
+    }
+    /**
+     * @param {unknown} format @param {unknown} wrappedKey @param {unknown} unwrappingKey @param {unknown} unwrapAlgorithm
+     * @param {unknown} unwrappedKeyAlgorithm @param {unknown} extractable @param {unknown} keyUsages
+     */
+    unwrapKey(format, wrappedKey, unwrappingKey, unwrapAlgorithm, unwrappedKeyAlgorithm, extractable, keyUsages) {
+      return run(
+        this,
+        arguments.length,
+        7,
+        'unwrapKey',
+        () => ({
+          format: formatOf(format),
+          wrappedKey: bufferSource(wrappedKey, 'wrappedKey'),
+          unwrappingKey: slotsOf(unwrappingKey, 'unwrappingKey').handle,
+          unwrapAlgorithm: algorithmOf(unwrapAlgorithm, 'unwrapAlgorithm'),
+          unwrappedKeyAlgorithm: algorithmOf(unwrappedKeyAlgorithm, 'unwrappedKeyAlgorithm'),
+          extractable: !!extractable,
+          usages: strings(keyUsages, 'keyUsages'),
+        }),
+        keyFrom,
+      );
+    }
   }
-  /** @param {unknown} algorithm @param {unknown} key @param {unknown} data */
-  encrypt(algorithm, key, data) {
-    return run(this, arguments.length, 3, 'encrypt', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, data: bufferSource(data, 'data') }), arrayBufferFrom);
+  // As WebIDL interfaces: their platform names (the bundler may rename a class), toStringTags, and
+  // enumerable operations and attributes (class members are not).
+  for (const [name, cls] of /** @type {const} */ ([['CryptoKey', CryptoKey], ['SubtleCrypto', SubtleCrypto]])) {
+    ObjectDefineProperty(cls, 'name', { value: name, configurable: true });
+    ObjectDefineProperty(cls.prototype, SymbolToStringTag, { value: name, configurable: true });
+    const members = ObjectGetOwnPropertyNames(cls.prototype);
+    for (let i = 0; i < members.length; i++) if (members[i] !== 'constructor') ObjectDefineProperty(cls.prototype, /** @type {string} */ (members[i]), { enumerable: true });
   }
-  /** @param {unknown} algorithm @param {unknown} key @param {unknown} data */
-  decrypt(algorithm, key, data) {
-    return run(this, arguments.length, 3, 'decrypt', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, data: bufferSource(data, 'data') }), arrayBufferFrom);
-  }
-  /** @param {unknown} algorithm @param {unknown} key @param {unknown} data */
-  sign(algorithm, key, data) {
-    return run(this, arguments.length, 3, 'sign', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, data: bufferSource(data, 'data') }), arrayBufferFrom);
-  }
-  /** @param {unknown} algorithm @param {unknown} key @param {unknown} signature @param {unknown} data */
-  verify(algorithm, key, signature, data) {
-    return run(
-      this,
-      arguments.length,
-      4,
-      'verify',
-      () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), key: slotsOf(key, 'key').handle, signature: bufferSource(signature, 'signature'), data: bufferSource(data, 'data') }),
-      (ok) => ok === true,
-    );
-  }
-  /** @param {unknown} algorithm @param {unknown} data */
-  digest(algorithm, data) {
-    return run(this, arguments.length, 2, 'digest', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), data: bufferSource(data, 'data') }), arrayBufferFrom);
-  }
-  /** @param {unknown} algorithm @param {unknown} extractable @param {unknown} keyUsages */
-  generateKey(algorithm, extractable, keyUsages) {
-    return run(this, arguments.length, 3, 'generateKey', () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), extractable: !!extractable, usages: strings(keyUsages, 'keyUsages') }), keyOrPair);
-  }
-  /** @param {unknown} algorithm @param {unknown} baseKey @param {unknown} derivedKeyType @param {unknown} extractable @param {unknown} keyUsages */
-  deriveKey(algorithm, baseKey, derivedKeyType, extractable, keyUsages) {
-    return run(
-      this,
-      arguments.length,
-      5,
-      'deriveKey',
-      () => ({
-        algorithm: algorithmOf(algorithm, 'algorithm'),
-        baseKey: slotsOf(baseKey, 'baseKey').handle,
-        derivedKeyType: algorithmOf(derivedKeyType, 'derivedKeyType'),
-        extractable: !!extractable,
-        usages: strings(keyUsages, 'keyUsages'),
-      }),
-      keyFrom,
-    );
-  }
-  /** @param {unknown} algorithm @param {unknown} baseKey @param {unknown} [length] */
-  deriveBits(algorithm, baseKey, length = null) {
-    return run(
-      this,
-      arguments.length,
-      2,
-      'deriveBits',
-      // WebIDL unsigned long? (no EnforceRange): modulo 2^32.
-      () => ({ algorithm: algorithmOf(algorithm, 'algorithm'), baseKey: slotsOf(baseKey, 'baseKey').handle, length: length === null ? null : unsignedLong(length) }),
-      arrayBufferFrom,
-    );
-  }
-  /** @param {unknown} format @param {unknown} keyData @param {unknown} algorithm @param {unknown} extractable @param {unknown} keyUsages */
-  importKey(format, keyData, algorithm, extractable, keyUsages) {
-    return run(
-      this,
-      arguments.length,
-      5,
-      'importKey',
-      () => {
-        const f = formatOf(format);
-        return { format: f, keyData: f === 'jwk' ? jwkOf(keyData) : bufferSource(keyData, 'keyData'), algorithm: algorithmOf(algorithm, 'algorithm'), extractable: !!extractable, usages: strings(keyUsages, 'keyUsages') };
-      },
-      keyFrom,
-    );
-  }
-  /** @param {unknown} format @param {unknown} key */
-  exportKey(format, key) {
-    return run(this, arguments.length, 2, 'exportKey', () => ({ format: formatOf(format), key: slotsOf(key, 'key').handle }), (value) => (isBytes(value) ? arrayBufferFrom(value) : value));
-  }
-  /** @param {unknown} format @param {unknown} key @param {unknown} wrappingKey @param {unknown} wrapAlgorithm */
-  wrapKey(format, key, wrappingKey, wrapAlgorithm) {
-    return run(
-      this,
-      arguments.length,
-      4,
-      'wrapKey',
-      () => ({ format: formatOf(format), key: slotsOf(key, 'key').handle, wrappingKey: slotsOf(wrappingKey, 'wrappingKey').handle, wrapAlgorithm: algorithmOf(wrapAlgorithm, 'wrapAlgorithm') }),
-      arrayBufferFrom,
-    );
-  }
-  /**
-   * @param {unknown} format @param {unknown} wrappedKey @param {unknown} unwrappingKey @param {unknown} unwrapAlgorithm
-   * @param {unknown} unwrappedKeyAlgorithm @param {unknown} extractable @param {unknown} keyUsages
-   */
-  unwrapKey(format, wrappedKey, unwrappingKey, unwrapAlgorithm, unwrappedKeyAlgorithm, extractable, keyUsages) {
-    return run(
-      this,
-      arguments.length,
-      7,
-      'unwrapKey',
-      () => ({
-        format: formatOf(format),
-        wrappedKey: bufferSource(wrappedKey, 'wrappedKey'),
-        unwrappingKey: slotsOf(unwrappingKey, 'unwrappingKey').handle,
-        unwrapAlgorithm: algorithmOf(unwrapAlgorithm, 'unwrapAlgorithm'),
-        unwrappedKeyAlgorithm: algorithmOf(unwrappedKeyAlgorithm, 'unwrappedKeyAlgorithm'),
-        extractable: !!extractable,
-        usages: strings(keyUsages, 'keyUsages'),
-      }),
-      keyFrom,
-    );
-  }
-}
-ObjectDefineProperty(SubtleCrypto.prototype, SymbolToStringTag, { value: 'SubtleCrypto', configurable: true });
-// WebIDL operations and attributes are enumerable (class members are not).
-for (const proto of [CryptoKey.prototype, SubtleCrypto.prototype]) {
-  const names = ObjectGetOwnPropertyNames(proto);
-  for (let i = 0; i < names.length; i++) if (names[i] !== 'constructor') ObjectDefineProperty(proto, /** @type {string} */ (names[i]), { enumerable: true });
-}
+  // Taken before any function code can reach the class: what the runtime's own modules call.
+  return { CryptoKey, SubtleCrypto, subtle: new SubtleCrypto(INTERNAL), digest: SubtleCrypto.prototype.digest };
+};
+/** @type {ReturnType<typeof make> | undefined} */
+let made;
+const interfaces = () => (made ??= make());
 
 /** @param {unknown} value */
 const unsignedLong = (value) => {
@@ -360,10 +372,16 @@ const unsignedLong = (value) => {
   return ((whole % 0x100000000) + 0x100000000) % 0x100000000;
 };
 
-/** The one SubtleCrypto of this context: crypto.subtle. */
-export const subtle = new SubtleCrypto(INTERNAL);
+/**
+ * For the runtime's own modules (fetch's integrity check): crypto.subtle's digest as made here,
+ * whatever the function did to SubtleCrypto.prototype. @type {{ digest: (algorithm: unknown, data: unknown) => Promise<ArrayBuffer> }}
+ */
+export const subtle = { digest: (algorithm, data) => call(interfaces().digest, interfaces().subtle, algorithm, data) };
+
+/** Gives `cryptoObject` (the global `crypto`) its `subtle`: an accessor, as on the platform's Crypto.prototype. @param {object} cryptoObject */
+export const defineSubtle = (cryptoObject) => ObjectDefineProperty(cryptoObject, 'subtle', { get: () => interfaces().subtle, enumerable: true, configurable: true });
 
 export function install() {
-  defineGlobal('SubtleCrypto', SubtleCrypto);
-  defineGlobal('CryptoKey', CryptoKey);
+  defineLazyGlobal('SubtleCrypto', () => interfaces().SubtleCrypto);
+  defineLazyGlobal('CryptoKey', () => interfaces().CryptoKey);
 }
