@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { canonicalSpecJson, defaultDataDir, shellQuote, specOf, type FunctionSpec, type RevisionRecord } from '../engine/index.ts';
 import { EXIT_OK, parse, UsageError, type Command, type CommandContext } from './common.ts';
 import { newFromRequest, wantsScaffold } from './scaffold.ts';
+import { packageLines, packagesJson } from './packages.ts';
 
 /** The templates `callable new` copies: the same folders the studio's "New from template" offers. */
 export const TEMPLATES_DIR = fileURLToPath(new URL('../../resources/examples', import.meta.url));
@@ -51,7 +52,7 @@ const newCommand: Command = {
 
 const show: Command = {
   usage: 'show NAME [--revision N] [--json]',
-  summary: 'Prints a function: its settings (as function.json) and its source, as now or as of an earlier revision.',
+  summary: 'Prints a function: its settings (as function.json) and its source, as now or as of an earlier revision; for the current revision also its npm packages, each as asked for and the exact version locked, with the bundle size.',
   options: [
     ['--revision N', 'as it was at revision N ("callable history NAME" lists them)'],
     ['--json', 'revision, date, settings and source as one JSON document'],
@@ -67,13 +68,15 @@ const show: Command = {
     // A revision keeps the name it was saved under; a function renamed since is shown by its name now.
     const spec: FunctionSpec = { ...shown.spec, name };
     if (values.json) {
-      ctx.out(JSON.stringify({ name, revision: shown.revision, current: shown.revision === current.revision, savedAt: shown.createdAt, spec, source: shown.source }, null, 2));
+      const packages = shown.revision === current.revision ? { packages: packagesJson(ctx.engine(), name) } : {};
+      ctx.out(JSON.stringify({ name, revision: shown.revision, current: shown.revision === current.revision, savedAt: shown.createdAt, spec, source: shown.source, ...packages }, null, 2));
       return EXIT_OK;
     }
     const which = shown.revision === current.revision ? 'the current one' : `the current one is ${current.revision}`;
     ctx.out(`${name}: revision ${shown.revision} (${which}), saved ${shown.createdAt}`);
     ctx.out(`--- function.json ---\n${canonicalSpecJson(spec).trimEnd()}`);
     ctx.out(`--- index.${spec.language} ---\n${shown.source.trimEnd()}`);
+    if (shown.revision === current.revision) for (const line of packageLines(ctx.engine(), name)) ctx.out(line);
     return EXIT_OK;
   },
 };

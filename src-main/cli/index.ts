@@ -7,6 +7,7 @@ import { commands as backupCommands } from './backup.ts';
 import { commands as testCommands } from './savedTests.ts';
 import { commands as deployCommands } from './deploy.ts';
 import { commands as lintCommands } from './lint.ts';
+import { commands as packageCommands } from './packages.ts';
 import { commands as clientConfigCommands } from './clientConfig.ts';
 import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, invokedAs, parse, signalExitCode, UsageError, usageOfParseError, withCommand, type CliIo, type Command, type CommandContext } from './common.ts';
 
@@ -439,6 +440,7 @@ export const COMMANDS: Record<string, Command> = {
   ...deployCommands,
   ...testCommands,
   ...lintCommands,
+  ...packageCommands,
 };
 
 // ---- helpers ----

@@ -60,7 +60,7 @@ export async function compileFunction(source: string, language: Language, name: 
   } catch (error) {
     throw compileError(sourcefile, (error as { errors?: Message[] }).errors, error);
   }
-  refuseBuiltins(metafile, Object.keys(metafile.inputs).find((k) => k === sourcefile || k.endsWith(sourcefile.replace(/^\/+/, ''))) ?? sourcefile, name);
+  refuseBuiltins(metafile, name);
   if (!exports.includes('default')) {
     throw new StudioError('compile_error', `${sourcefile}: the module has no default export; write "export default async function (args, ctx) { … }"`, {
       problems: [{ message: 'no default export', line: 1, column: 1 }],

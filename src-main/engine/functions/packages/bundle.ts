@@ -1,5 +1,6 @@
 import type { Metafile, Plugin } from 'esbuild';
 import { builtinModules } from 'node:module';
+import { basename } from 'node:path';
 import { StudioError } from '../../model/index.ts';
 
 /**
@@ -38,30 +39,38 @@ export function builtinsPlugin(): Plugin {
  * Throws when the bundle still imports a Node built-in: one line naming the built-in and the chain
  * of imports from the function's source to it (packages by name, files inside them by path).
  */
-export function refuseBuiltins(metafile: Metafile, entry: string, who: string): void {
-  const parents = new Map<string, string>([[entry, '']]);
-  const queue = [entry];
-  while (queue.length > 0) {
-    const file = queue.shift()!;
-    for (const imported of metafile.inputs[file]?.imports ?? []) {
-      if (imported.external) {
-        const builtin = builtinOf(imported.path);
-        if (builtin === undefined) continue;
-        const chain = [imported.original ?? imported.path];
-        for (let at = file; at !== ''; at = parents.get(at) ?? '') chain.unshift(shortName(at));
-        const pkg = packageOf(file);
-        throw new StudioError(
-          'bad_input',
-          `${who}: ${pkg ? `the package "${pkg}"` : 'the function'} imports the Node built-in "${builtin}" (${chain.join(' → ')}), which the sandbox does not provide; use a package made for browsers or workers, or remove it`,
-          { builtin, chain },
-        );
-      }
-      if (!parents.has(imported.path)) {
-        parents.set(imported.path, file);
-        queue.push(imported.path);
+export function refuseBuiltins(metafile: Metafile, who: string): void {
+  const imported = new Set(Object.values(metafile.inputs).flatMap((input) => input.imports.map((i) => i.path)));
+  // The function's source is the one input nothing imports; every input is searched all the same.
+  const roots = [...Object.keys(metafile.inputs).filter((k) => !imported.has(k)), ...Object.keys(metafile.inputs)];
+  const parents = new Map<string, string>();
+  for (const root of roots) {
+    if (parents.has(root)) continue;
+    parents.set(root, '');
+    const queue = [root];
+    while (queue.length > 0) {
+      const file = queue.shift()!;
+      for (const entry of metafile.inputs[file]?.imports ?? []) {
+        const builtin = entry.external ? builtinOf(entry.path) : undefined;
+        if (builtin !== undefined) throw refusal(who, builtin, file, entry.original ?? entry.path, parents);
+        if (!entry.external && !parents.has(entry.path)) {
+          parents.set(entry.path, file);
+          queue.push(entry.path);
+        }
       }
     }
   }
+}
+
+function refusal(who: string, builtin: string, file: string, specifier: string, parents: Map<string, string>): StudioError {
+  const chain = [specifier];
+  for (let at = file; at !== ''; at = parents.get(at) ?? '') chain.unshift(shortName(at));
+  const pkg = packageOf(file);
+  return new StudioError(
+    'bad_input',
+    `${who}: ${pkg ? `the package "${pkg}"` : 'the function'} imports the Node built-in "${builtin}" (${chain.join(' → ')}), which the sandbox does not provide; use a package made for browsers or workers, or remove it`,
+    { builtin, chain },
+  );
 }
 
 /** The npm package a bundled file belongs to (the innermost node_modules entry). */
@@ -75,5 +84,5 @@ function packageOf(file: string): string | undefined {
 /** A file of the bundle as a reader knows it: `pkg/lib/a.js` rather than `node_modules/pkg/lib/a.js`. */
 function shortName(file: string): string {
   const at = file.lastIndexOf('node_modules/');
-  return at === -1 ? file : file.slice(at + 'node_modules/'.length);
+  return at === -1 ? basename(file) : file.slice(at + 'node_modules/'.length);
 }

@@ -181,7 +181,7 @@ function pinTags(lock: string, dependencies: Record<string, string>): { lock: st
 function npmLines(text: string): string[] {
   return text
     .split('\n')
-    .map((l) => l.replace(/^npm (?:error|ERR!)\s*/, '').trim())
+    .map((l) => l.replace(/^npm (?:error|ERR!)\s*/, '').replace(/^notarget\s+/, '').trim())
     .filter((l) => l.length > 0 && !/^npm warn/i.test(l));
 }
 
