@@ -1,16 +1,23 @@
 // @ts-check
-// UTF-8: TextEncoder, TextDecoder, and the byte helpers ctx.fetch uses.
+// The Encoding standard's API: TextEncoder, TextDecoder (UTF-8 and UTF-16, streaming, fatal,
+// ignoreBOM), the streaming decoder TextDecoderStream shares, and the byte helpers ctx.fetch uses.
+// Legacy single- and multi-byte encodings (windows-1252, shift_jis, gbk…) are not decoded: their
+// labels get a RangeError that says so.
 import {
   ReflectApply,
   ArrayPush,
   StringFromCharCode,
   StringCodePointAt,
   StringToLowerCase,
-  StringTrim,
+  StringReplace,
+  RegExpTest,
   TypeErrorCtor,
   RangeErrorCtor,
   Uint8ArrayCtor,
   ArrayBufferIsView,
+  TypedArrayBuffer,
+  TypedArrayByteOffset,
+  TypedArrayByteLength,
   call,
   str,
   isBytes,
@@ -19,6 +26,49 @@ import {
   copyBytes,
 } from './intrinsics.js';
 import { defineGlobal } from './globals.js';
+
+const DataViewProto = DataView.prototype;
+/** @param {string} name */
+const dataViewGetter = (name) => /** @type {() => any} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(DataViewProto, name)).get);
+const DataViewBuffer = dataViewGetter('buffer');
+const DataViewByteOffset = dataViewGetter('byteOffset');
+const DataViewByteLength = dataViewGetter('byteLength');
+const SharedArrayBufferProto = typeof SharedArrayBuffer === 'function' ? SharedArrayBuffer.prototype : undefined;
+const SharedByteLength = SharedArrayBufferProto && /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(SharedArrayBufferProto, 'byteLength')).get;
+
+/** @param {unknown} v */
+const isSharedBuffer = (v) => {
+  if (SharedByteLength === undefined) return false;
+  try {
+    call(SharedByteLength, v);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * A Uint8Array over the bytes of a WebIDL `[AllowShared] BufferSource` (no copy), or undefined
+ * for anything else. Brand checks go through the intrinsic getters, never the value's own members.
+ * @param {unknown} input @returns {Uint8Array | undefined}
+ */
+const viewOf = (input) => {
+  if (isBytes(input)) return input;
+  if (isArrayBuffer(input) || isSharedBuffer(input)) return new Uint8ArrayCtor(/** @type {ArrayBuffer} */ (input));
+  if (!ArrayBufferIsView(input)) return undefined;
+  try {
+    return new Uint8ArrayCtor(call(TypedArrayBuffer, input), call(TypedArrayByteOffset, input), call(TypedArrayByteLength, input));
+  } catch {
+    // Not a typed array: the other ArrayBufferView is a DataView.
+    return new Uint8ArrayCtor(call(DataViewBuffer, input), call(DataViewByteOffset, input), call(DataViewByteLength, input));
+  }
+};
+
+/** A copy of the bytes of an `[AllowShared] BufferSource`, or undefined for anything else. @param {unknown} input */
+export const bufferSourceCopy = (input) => {
+  const view = viewOf(input);
+  return view === undefined ? undefined : new Uint8ArrayCtor(view);
+};
 
 /** @param {unknown} input */
 export const utf8Encode = (input) => {
@@ -35,68 +85,171 @@ export const utf8Encode = (input) => {
   }
   return new Uint8ArrayCtor(out);
 };
-/** @param {Uint8Array} bytes */
-export const utf8Decode = (bytes) => {
-  let out = '';
-  let chunk = bareList();
-  const flush = () => {
-    if (chunk.length > 0) {
-      out += ReflectApply(StringFromCharCode, undefined, chunk);
-      chunk = bareList();
 
-    }
-  };
-  /** @param {number} cp */
-  const push = (cp) => {
-    if (cp > 0xffff) {
-      cp -= 0x10000;
-      call(ArrayPush, chunk, 0xd800 + (cp >> 10), 0xdc00 + (cp & 1023));
-    } else call(ArrayPush, chunk, cp);
-    if (chunk.length > 8192) flush();
-  };
-  for (let i = 0; i < bytes.length; ) {
-    const b = /** @type {number} */ (bytes[i]);
-    let need = 0;
-    let cp = 0;
-    let min = 0;
-    if (b < 0x80) {
-      push(b);
-      i++;
-      continue;
-    } else if (b >= 0xc2 && b <= 0xdf) {
-      need = 1;
-      cp = b & 31;
-      min = 0x80;
-    } else if (b >= 0xe0 && b <= 0xef) {
-      need = 2;
-      cp = b & 15;
-      min = 0x800;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      need = 3;
-      cp = b & 7;
-      min = 0x10000;
-    } else {
-      push(0xfffd);
-      i++;
-      continue;
-    }
-    let j = 1;
-    for (; j <= need; j++) {
-      const c = bytes[i + j];
-      if (c === undefined || (c & 0xc0) !== 0x80) break;
-      cp = (cp << 6) | (c & 63);
-    }
-    if (j <= need || cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-      push(0xfffd);
-      i += j > 1 ? j : 1;
-      continue;
-    }
-    push(cp);
-    i += need + 1;
+// ------------------------------------------------------------ labels ----
+
+/** @typedef {'utf-8' | 'utf-16le' | 'utf-16be'} Encoding */
+
+/** The Encoding standard's labels of the encodings decoded here, and of "replacement" (never constructible). */
+const LABELS = /** @type {Record<string, Encoding | 'replacement'>} */ (/** @type {unknown} */ ({
+  __proto__: null,
+  'unicode-1-1-utf-8': 'utf-8',
+  unicode11utf8: 'utf-8',
+  unicode20utf8: 'utf-8',
+  'utf-8': 'utf-8',
+  utf8: 'utf-8',
+  'x-unicode20utf8': 'utf-8',
+  unicodefffe: 'utf-16be',
+  'utf-16be': 'utf-16be',
+  csunicode: 'utf-16le',
+  'iso-10646-ucs-2': 'utf-16le',
+  'ucs-2': 'utf-16le',
+  unicode: 'utf-16le',
+  unicodefeff: 'utf-16le',
+  'utf-16': 'utf-16le',
+  'utf-16le': 'utf-16le',
+  csiso2022kr: 'replacement',
+  'hz-gb-2312': 'replacement',
+  'iso-2022-cn': 'replacement',
+  'iso-2022-cn-ext': 'replacement',
+  'iso-2022-kr': 'replacement',
+  replacement: 'replacement',
+}));
+/** Only ASCII whitespace is trimmed from a label, and only ASCII letters are lower-cased. */
+const LABEL_EDGES = /^[\t\n\f\r ]+|[\t\n\f\r ]+$/g;
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * The encoding a label names (the standard's "get an encoding"), or a RangeError.
+ * @param {unknown} label @param {string} what @returns {Encoding}
+ */
+export const encodingOf = (label, what) => {
+  const text = str(label);
+  const trimmed = call(StringReplace, text, LABEL_EDGES, '');
+  const found = call(RegExpTest, ASCII, trimmed) ? LABELS[call(StringToLowerCase, trimmed)] : undefined;
+  if (found === undefined || found === 'replacement') {
+    throw new RangeErrorCtor(`${what}: "${text}" is not an encoding this sandbox decodes; use "utf-8", "utf-16le" or "utf-16be" (legacy encodings such as windows-1252 or shift_jis are not supported)`);
   }
-  flush();
-  return out;
+  return found;
 };
+
+// ---------------------------------------------------------- decoding ----
+
+/**
+ * A streaming decoder per the Encoding standard: a sequence split across chunks decodes as one;
+ * bad bytes are U+FFFD, or a TypeError when `fatal`; a BOM at the very start is dropped unless
+ * `ignoreBOM`. After a call with `end` it starts over as new.
+ * @param {Encoding} encoding @param {boolean} fatal @param {boolean} ignoreBOM
+ * @returns {(bytes: Uint8Array, end: boolean) => string}
+ */
+export const streamDecoder = (encoding, fatal, ignoreBOM) => {
+  // UTF-8 state
+  let needed = 0;
+  let seen = 0;
+  let codePoint = 0;
+  let lower = 0x80;
+  let upper = 0xbf;
+  // UTF-16 state
+  const bigEndian = encoding === 'utf-16be';
+  let leadByte = -1;
+  let leadSurrogate = -1;
+  let bomSeen = ignoreBOM;
+  return (bytes, end) => {
+    let out = '';
+    let units = bareList();
+    /** @param {number} cp */
+    const emit = (cp) => {
+      if (!bomSeen) {
+        bomSeen = true;
+        if (cp === 0xfeff) return;
+      }
+      if (cp > 0xffff) {
+        cp -= 0x10000;
+        call(ArrayPush, units, 0xd800 + (cp >> 10), 0xdc00 + (cp & 1023));
+      } else call(ArrayPush, units, cp);
+      if (units.length > 8192) {
+        out += ReflectApply(StringFromCharCode, undefined, units);
+        units = bareList();
+      }
+    };
+    const bad = () => {
+      needed = seen = codePoint = 0;
+      lower = 0x80;
+      upper = 0xbf;
+      leadByte = leadSurrogate = -1;
+      if (fatal) throw new TypeErrorCtor(`The encoded data was not valid ${encoding === 'utf-8' ? 'UTF-8' : 'UTF-16'}.`);
+      emit(0xfffd);
+    };
+    if (encoding === 'utf-8') {
+      for (let i = 0; i < bytes.length; i++) {
+        const b = /** @type {number} */ (bytes[i]);
+        if (needed === 0) {
+          if (b <= 0x7f) emit(b);
+          else if (b >= 0xc2 && b <= 0xdf) {
+            needed = 1;
+            codePoint = b & 0x1f;
+          } else if (b >= 0xe0 && b <= 0xef) {
+            if (b === 0xe0) lower = 0xa0;
+            if (b === 0xed) upper = 0x9f;
+            needed = 2;
+            codePoint = b & 0xf;
+          } else if (b >= 0xf0 && b <= 0xf4) {
+            if (b === 0xf0) lower = 0x90;
+            if (b === 0xf4) upper = 0x8f;
+            needed = 3;
+            codePoint = b & 0x7;
+          } else bad();
+          continue;
+        }
+        if (b < lower || b > upper) {
+          bad();
+          i--; // the byte starts over, as the first of a sequence
+          continue;
+        }
+        lower = 0x80;
+        upper = 0xbf;
+        codePoint = (codePoint << 6) | (b & 0x3f);
+        if (++seen === needed) {
+          const cp = codePoint;
+          needed = seen = codePoint = 0;
+          emit(cp);
+        }
+      }
+      if (end && needed !== 0) bad();
+    } else {
+      for (let i = 0; i < bytes.length; i++) {
+        const b = /** @type {number} */ (bytes[i]);
+        if (leadByte < 0) {
+          leadByte = b;
+          continue;
+        }
+        let unit = bigEndian ? (leadByte << 8) | b : (b << 8) | leadByte;
+        leadByte = -1;
+        if (leadSurrogate >= 0) {
+          const lead = leadSurrogate;
+          leadSurrogate = -1;
+          if (unit >= 0xdc00 && unit <= 0xdfff) {
+            emit(0x10000 + ((lead - 0xd800) << 10) + (unit - 0xdc00));
+            continue;
+          }
+          // The unit that broke the pair starts over after the error.
+          bad();
+        }
+        if (unit >= 0xd800 && unit <= 0xdbff) leadSurrogate = unit;
+        else if (unit >= 0xdc00 && unit <= 0xdfff) bad();
+        else emit(unit);
+      }
+      if (end && (leadByte >= 0 || leadSurrogate >= 0)) bad();
+    }
+    if (end) bomSeen = ignoreBOM;
+    if (units.length > 0) out += ReflectApply(StringFromCharCode, undefined, units);
+    return out;
+  };
+};
+
+/** UTF-8 bytes as text, bad bytes as U+FFFD, a BOM kept (what response bodies and ctx.fetch use). @param {Uint8Array} bytes */
+export const utf8Decode = (bytes) => streamDecoder('utf-8', false, true)(bytes, true);
+
 /** @param {unknown} input @param {string} what @returns {Uint8Array} */
 export const toBytes = (input, what) => {
   if (isBytes(input)) return input;
@@ -104,6 +257,17 @@ export const toBytes = (input, what) => {
   if (ArrayBufferIsView(input)) return copyBytes(input);
   throw new TypeErrorCtor(`${what}: expected a Uint8Array, ArrayBuffer or typed array`);
 };
+
+/**
+ * A WebIDL dictionary argument: undefined and null are empty, anything else must be an object.
+ * @param {unknown} value @param {string} what @returns {Record<string, unknown> | undefined}
+ */
+const dictionary = (value, what) => {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' && typeof value !== 'function') throw new TypeErrorCtor(`${what}: the options must be an object`);
+  return /** @type {Record<string, unknown>} */ (value);
+};
+
 class TextEncoder {
   get encoding() {
     return 'utf-8';
@@ -111,21 +275,77 @@ class TextEncoder {
   encode(input = '') {
     return utf8Encode(input);
   }
+  /**
+   * Writes as much of `source` as fits whole into `destination`.
+   * @param {unknown} source @param {unknown} destination
+   */
+  encodeInto(source, destination) {
+    const s = str(source);
+    if (!isBytes(destination)) throw new TypeErrorCtor('TextEncoder.encodeInto: the destination must be a Uint8Array');
+    const room = call(TypedArrayByteLength, destination);
+    let read = 0;
+    let written = 0;
+    for (let i = 0; i < s.length; i++) {
+      let cp = call(StringCodePointAt, s, i);
+      if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd;
+      const size = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+      if (written + size > room) break;
+      if (size === 1) destination[written] = cp;
+      else if (size === 2) {
+        destination[written] = 0xc0 | (cp >> 6);
+        destination[written + 1] = 0x80 | (cp & 63);
+      } else if (size === 3) {
+        destination[written] = 0xe0 | (cp >> 12);
+        destination[written + 1] = 0x80 | ((cp >> 6) & 63);
+        destination[written + 2] = 0x80 | (cp & 63);
+      } else {
+        destination[written] = 0xf0 | (cp >> 18);
+        destination[written + 1] = 0x80 | ((cp >> 12) & 63);
+        destination[written + 2] = 0x80 | ((cp >> 6) & 63);
+        destination[written + 3] = 0x80 | (cp & 63);
+        i++;
+        read++;
+      }
+      written += size;
+      read++;
+    }
+    return { read, written };
+  }
 }
+
 class TextDecoder {
-  constructor(label = 'utf-8') {
-    const l = call(StringToLowerCase, call(StringTrim, str(label)));
-    if (l !== 'utf-8' && l !== 'utf8' && l !== 'unicode-1-1-utf-8') throw new RangeErrorCtor(`TextDecoder: only utf-8 is supported, not "${label}"`);
+  /** @type {Encoding} */
+  #encoding;
+  #fatal;
+  #ignoreBOM;
+  #streaming = false;
+  /** @type {((bytes: Uint8Array, end: boolean) => string) | undefined} */
+  #decoder;
+  /** @param {unknown} [label] @param {unknown} [options] */
+  constructor(label = 'utf-8', options = undefined) {
+    this.#encoding = encodingOf(label, 'TextDecoder');
+    const o = dictionary(options, 'TextDecoder');
+    this.#fatal = !!(o && o.fatal);
+    this.#ignoreBOM = !!(o && o.ignoreBOM);
   }
   get encoding() {
-    return 'utf-8';
+    return this.#encoding;
   }
-  /** @param {unknown} input */
-  decode(input) {
-    if (input === undefined) return '';
-    const bytes = toBytes(input, 'TextDecoder.decode');
-    const start = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-    return utf8Decode(start ? copyBytes(bytes).subarray(3) : bytes);
+  get fatal() {
+    return this.#fatal;
+  }
+  get ignoreBOM() {
+    return this.#ignoreBOM;
+  }
+  /** @param {unknown} [input] @param {unknown} [options] */
+  decode(input = undefined, options = undefined) {
+    const bytes = input === undefined ? new Uint8ArrayCtor(0) : viewOf(input);
+    if (bytes === undefined) throw new TypeErrorCtor('TextDecoder.decode: expected an ArrayBuffer, a SharedArrayBuffer or an ArrayBufferView');
+    const o = dictionary(options, 'TextDecoder.decode');
+    // Without a pending stream, decoding starts from a fresh state (even after a fatal error).
+    if (!this.#streaming || this.#decoder === undefined) this.#decoder = streamDecoder(this.#encoding, this.#fatal, this.#ignoreBOM);
+    this.#streaming = !!(o && o.stream);
+    return this.#decoder(bytes, !this.#streaming);
   }
 }
 

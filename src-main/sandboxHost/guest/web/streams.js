@@ -3,31 +3,22 @@
 // CompressionStream/DecompressionStream (fflate). All of it is loaded on first use: a call that
 // never touches a stream pays nothing.
 import {
-  ReflectApply,
   ObjectCreate,
   ObjectDefineProperty,
-  ArrayPush,
-  StringFromCharCode,
   StringCharCodeAt,
   StringSlice,
-  StringToLowerCase,
-  StringTrim,
   TypeErrorCtor,
   RangeErrorCtor,
   SymbolToStringTag,
   Uint8ArrayCtor,
-  ArrayBufferIsView,
   WeakMapCtor,
   WeakMapGet,
   WeakMapSet,
   call,
   str,
-  isArrayBuffer,
-  bareList,
-  copyBytes,
 } from '../intrinsics.js';
 import { defineLazyGlobal } from '../globals.js';
-import { utf8Encode } from '../encoding.js';
+import { utf8Encode, encodingOf, streamDecoder, bufferSourceCopy as copyOfBufferSource } from '../encoding.js';
 import { needArgs } from './domException.js';
 
 const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
@@ -80,98 +71,12 @@ export function streams() {
 }
 
 
-/** A copy of a BufferSource chunk (an ArrayBuffer or a view of one). @param {unknown} chunk @param {string} what */
+/** A copy of a BufferSource chunk (an ArrayBuffer, a SharedArrayBuffer or a view of one). @param {unknown} chunk @param {string} what */
 const bufferSourceCopy = (chunk, what) => {
-  if (ArrayBufferIsView(chunk)) return copyBytes(chunk);
-  if (isArrayBuffer(chunk)) return copyBytes(new Uint8ArrayCtor(chunk));
-  throw new TypeErrorCtor(`${what}: each chunk must be an ArrayBuffer or an ArrayBufferView`);
+  const bytes = copyOfBufferSource(chunk);
+  if (bytes === undefined) throw new TypeErrorCtor(`${what}: each chunk must be an ArrayBuffer or an ArrayBufferView`);
+  return bytes;
 };
-
-// ---------------------------------------------------------------- UTF-8 ----
-
-/**
- * A streaming UTF-8 decoder per the Encoding standard: a sequence split across chunks decodes as
- * one; bad bytes are U+FFFD, or a TypeError when `fatal`; a BOM at the very start is dropped unless
- * `ignoreBOM`.
- * @param {boolean} fatal @param {boolean} ignoreBOM
- * @returns {(bytes: Uint8Array, end: boolean) => string}
- */
-export const utf8StreamDecoder = (fatal, ignoreBOM) => {
-  let needed = 0;
-  let seen = 0;
-  let codePoint = 0;
-  let lower = 0x80;
-  let upper = 0xbf;
-  let bomSeen = ignoreBOM;
-  return (bytes, end) => {
-    let out = '';
-    let units = bareList();
-    /** @param {number} cp */
-    const emit = (cp) => {
-      if (!bomSeen) {
-        bomSeen = true;
-        if (cp === 0xfeff) return;
-      }
-      if (cp > 0xffff) {
-        cp -= 0x10000;
-        call(ArrayPush, units, 0xd800 + (cp >> 10), 0xdc00 + (cp & 1023));
-      } else call(ArrayPush, units, cp);
-      if (units.length > 8192) {
-        out += ReflectApply(StringFromCharCode, undefined, units);
-        units = bareList();
-      }
-    };
-    const bad = () => {
-      needed = seen = codePoint = 0;
-      lower = 0x80;
-      upper = 0xbf;
-      if (fatal) throw new TypeErrorCtor('The encoded data was not valid UTF-8.');
-      emit(0xfffd);
-    };
-    for (let i = 0; i < bytes.length; i++) {
-      const b = /** @type {number} */ (bytes[i]);
-      if (needed === 0) {
-        if (b <= 0x7f) emit(b);
-        else if (b >= 0xc2 && b <= 0xdf) {
-          needed = 1;
-          codePoint = b & 0x1f;
-        } else if (b >= 0xe0 && b <= 0xef) {
-          if (b === 0xe0) lower = 0xa0;
-          if (b === 0xed) upper = 0x9f;
-          needed = 2;
-          codePoint = b & 0xf;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-          if (b === 0xf0) lower = 0x90;
-          if (b === 0xf4) upper = 0x8f;
-          needed = 3;
-          codePoint = b & 0x7;
-        } else bad();
-        continue;
-      }
-      if (b < lower || b > upper) {
-        bad();
-        i--; // the byte starts over, as the first of a sequence
-        continue;
-      }
-      lower = 0x80;
-      upper = 0xbf;
-      codePoint = (codePoint << 6) | (b & 0x3f);
-      if (++seen === needed) {
-        const cp = codePoint;
-        needed = seen = codePoint = 0;
-        emit(cp);
-      }
-    }
-    if (end) {
-      if (needed !== 0) bad();
-      bomSeen = ignoreBOM;
-    }
-    if (units.length > 0) out += ReflectApply(StringFromCharCode, undefined, units);
-    return out;
-  };
-};
-
-const UTF8_LABELS = ['utf-8', 'utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8'];
 
 // ------------------------------------------------------- the transforms ----
 
@@ -230,17 +135,18 @@ const makeTransforms = (TransformStream) => {
   }
 
   class TextDecoderStream {
-    #encoding = 'utf-8';
+    /** @type {string} */
+    #encoding;
     #fatal;
     #ignoreBOM;
     /** @param {unknown} [label] @param {any} [options] */
     constructor(label = 'utf-8', options = undefined) {
-      const l = call(StringToLowerCase, call(StringTrim, str(label)));
-      if (!call(ArrayIncludes, UTF8_LABELS, l)) throw new RangeErrorCtor(`TextDecoderStream: only utf-8 is supported, not "${str(label)}"`);
+      const encoding = encodingOf(label, 'TextDecoderStream');
+      this.#encoding = encoding;
       if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeErrorCtor('TextDecoderStream: the options must be an object');
       this.#fatal = !!(options && options.fatal);
       this.#ignoreBOM = !!(options && options.ignoreBOM);
-      const decode = utf8StreamDecoder(this.#fatal, this.#ignoreBOM);
+      const decode = streamDecoder(encoding, this.#fatal, this.#ignoreBOM);
       transformOf(this, new TransformStream({
         /** @param {unknown} chunk @param {any} controller */
         transform(chunk, controller) {
