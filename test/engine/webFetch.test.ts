@@ -23,6 +23,8 @@ beforeAll(async () => {
       res.end('moved');
     } else if (req.url === '/big') {
       res.end('x'.repeat(5000));
+    } else if (req.url === '/large') {
+      res.end('y'.repeat(200_000));
     } else if (req.url === '/empty') {
       res.statusCode = 204;
       res.end();
@@ -305,6 +307,23 @@ describe('abort', () => {
     } finally {
       vendor.release();
     }
+  });
+
+  it("errors a body not yet read in full with the signal's reason when aborted after the response arrived", async () => {
+    const got = await value(
+      'abort_after',
+      `const c = new AbortController();
+      const whole = await fetch(base + '/json', { signal: c.signal });
+      const read = await fetch(base + '/json', { signal: c.signal }); const text = await read.text();
+      const partly = await fetch(base + '/large', { signal: c.signal });
+      const reader = partly.body.getReader(); const first = await reader.read();
+      c.abort(new Error('too late'));
+      return {
+        whole: await whole.text().catch((e) => e.message), again: await whole.json().catch((e) => e.message),
+        read: text.length, partly: [first.value.length, await reader.read().then(() => 'more', (e) => e.message)],
+      };`,
+    );
+    expect(got).toEqual({ whole: 'too late', again: 'too late', read: 23, partly: [65536, 'too late'] });
   });
 
   it("says in the trace that the run ended, not the function, when a fetch is in flight at the deadline", async () => {

@@ -284,13 +284,18 @@ export class File extends Blob {
 /**
  * A byte stream of `bytes` (not copied: they are never changed), read in chunks as the reader pulls.
  * @param {Uint8Array} bytes @param {() => void} [onPull] called on the first pull (the stream is being read)
+ * @param {(controller: any) => void} [onStart] given the stream's controller (to error it)
  */
-export const bytesStream = (bytes, onPull) => {
+export const bytesStream = (bytes, onPull, onStart) => {
   let at = 0;
   const { ReadableStream } = streams();
   return new ReadableStream(
     {
       type: 'bytes',
+      /** @param {any} controller */
+      start(controller) {
+        if (onStart !== undefined) onStart(controller);
+      },
       /** @param {any} controller */
       pull(controller) {
         if (onPull !== undefined) {

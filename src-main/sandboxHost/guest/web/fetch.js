@@ -63,8 +63,10 @@ const rejected = (error) => new PromiseCtor((_, reject) => reject(error));
 // ---- bodies ----
 
 /**
- * A body: its bytes when they are known, or the stream it is read from; `used` once read.
- * @typedef {{ bytes: Uint8Array | null, stream: any, used: boolean }} Body
+ * A body: its bytes when they are known, or the stream it is read from; `used` once read. A fetched
+ * body whose request was aborted before it was read has `aborted` (the signal's reason) and
+ * `controller`, its stream's, once it has one.
+ * @typedef {{ bytes: Uint8Array | null, stream: any, used: boolean, aborted?: { reason: unknown }, controller?: any }} Body
  */
 
 /** @param {unknown} v */
@@ -110,6 +112,7 @@ const extractBody = (init, who) => {
  */
 const consume = (body, who, limit) => {
   if (body === null) return PromiseResolve(new Uint8Array(0));
+  if (body.aborted !== undefined) return rejected(body.aborted.reason);
   if (bodyUsed(body)) return rejected(new TypeErrorCtor(`${who}: the body has already been read`));
   if (body.stream === null) {
     body.used = true;
@@ -161,16 +164,30 @@ const readAll = (stream, who, limit) =>
 /** @param {Body | null} body */
 const streamOf = (body) => {
   if (body === null) return null;
-  if (body.stream === null && body.used) {
+  if (body.stream === null && body.aborted !== undefined) {
+    const reason = body.aborted.reason;
+    body.stream = new (streams().ReadableStream)({
+      /** @param {any} controller */
+      start(controller) {
+        controller.error(reason);
+      },
+    });
+  } else if (body.stream === null && body.used) {
     // Read without a stream: its stream is one that was read (locked and disturbed), as if the read went through it.
     const stream = bytesStream(new Uint8ArrayCtor(0));
     call(PromiseThen, stream.getReader().read(), undefined, () => {});
     body.stream = stream;
   } else if (body.stream === null) {
     const bytes = /** @type {Uint8Array} */ (body.bytes);
-    body.stream = bytesStream(bytes, () => {
-      body.used = true;
-    });
+    body.stream = bytesStream(
+      bytes,
+      () => {
+        body.used = true;
+      },
+      (controller) => {
+        body.controller = controller;
+      },
+    );
   }
   return body.stream;
 };
@@ -273,34 +290,48 @@ const parseMultipart = (bytes, boundary) => {
  * The body methods of Request and Response (the Body mixin), on `body()`'s current body.
  * @param {string} cls @param {(self: any) => Body | null} bodyOf @param {(self: any) => Headers} headersOf
  */
-const bodyMethods = (cls, bodyOf, headersOf) => ({
-  /** @this {any} */
-  arrayBuffer() {
-    return call(PromiseThen, consume(bodyOf(this), `${cls}.arrayBuffer`), /** @param {Uint8Array} b */ (b) => call(TypedArrayBuffer, copyRange(b, 0, b.length)));
-  },
-  /** @this {any} */
-  bytes() {
-    return call(PromiseThen, consume(bodyOf(this), `${cls}.bytes`), /** @param {Uint8Array} b */ (b) => copyRange(b, 0, b.length));
-  },
-  /** @this {any} */
-  blob() {
-    const type = mimeOf(headersOf(this));
-    return call(PromiseThen, consume(bodyOf(this), `${cls}.blob`), /** @param {Uint8Array} b */ (b) => makeBlob(copyRange(b, 0, b.length), type));
-  },
-  /** @this {any} */
-  text() {
-    return call(PromiseThen, consume(bodyOf(this), `${cls}.text`), decodeText);
-  },
-  /** @this {any} */
-  json() {
-    return call(PromiseThen, consume(bodyOf(this), `${cls}.json`), /** @param {Uint8Array} b */ (b) => JSONParse(decodeText(b)));
-  },
-  /** @this {any} */
-  formData() {
-    const type = mimeOf(headersOf(this));
-    return call(PromiseThen, consume(bodyOf(this), `${cls}.formData`), /** @param {Uint8Array} b */ (b) => parseForm(b, type, `${cls}.formData`));
-  },
-});
+const bodyMethods = (cls, bodyOf, headersOf) => {
+  /**
+   * The body read in full, then `fn` of it; a body that cannot be read rejects at once (no extra
+   * microtask), as the standard's consume-body does.
+   * @param {any} self @param {string} method @param {(bytes: Uint8Array) => unknown} fn
+   */
+  const read = (self, method, fn) => {
+    const body = bodyOf(self);
+    const who = `${cls}.${method}`;
+    if (body !== null && body.aborted !== undefined) return rejected(body.aborted.reason);
+    if (bodyUsed(body)) return rejected(new TypeErrorCtor(`${who}: the body has already been read`));
+    return call(PromiseThen, consume(body, who), fn);
+  };
+  return {
+    /** @this {any} */
+    arrayBuffer() {
+      return read(this, 'arrayBuffer', (b) => call(TypedArrayBuffer, copyRange(b, 0, b.length)));
+    },
+    /** @this {any} */
+    bytes() {
+      return read(this, 'bytes', (b) => copyRange(b, 0, b.length));
+    },
+    /** @this {any} */
+    blob() {
+      const type = mimeOf(headersOf(this));
+      return read(this, 'blob', (b) => makeBlob(copyRange(b, 0, b.length), type));
+    },
+    /** @this {any} */
+    text() {
+      return read(this, 'text', decodeText);
+    },
+    /** @this {any} */
+    json() {
+      return read(this, 'json', (b) => JSONParse(decodeText(b)));
+    },
+    /** @this {any} */
+    formData() {
+      const type = mimeOf(headersOf(this));
+      return read(this, 'formData', (b) => parseForm(b, type, `${cls}.formData`));
+    },
+  };
+};
 
 /** @param {object} proto @param {object} methods */
 const mixIn = (proto, methods) => {
@@ -709,6 +740,20 @@ const fetchFn = (input, init = undefined) => {
               headers,
               body: empty ? null : { bytes: raw.body, stream: null, used: false },
             });
+            // Aborted after the response arrived, a body not yet read in full errors with the signal's reason, as if it were still arriving.
+            const received = responseState(response).body;
+            if (signal !== null && received !== null) {
+              whenAborted(signal, () => {
+                // Read already, or nothing to read (an empty body's stream closes before it could error).
+                if ((received.stream === null && received.used) || (received.bytes !== null && received.bytes.length === 0)) return;
+                received.aborted = { reason: signalReason(signal) };
+                try {
+                  if (received.controller !== undefined) received.controller.error(signalReason(signal));
+                } catch {
+                  // Read to its end already.
+                }
+              });
+            }
             if (s.integrity === '') {
               finish();
               resolve(response);
