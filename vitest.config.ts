@@ -45,7 +45,7 @@ const real = {
  * two at a time.
  * Vitest runs tiers with different counts one after another (sequence.groupOrder), unit first.
  */
-export const MAX_WORKERS = { unit: 2, integration: 3, alone: 1, e2e: 2 };
+const MAX_WORKERS = { unit: 2, integration: 3, alone: 1, e2e: 2 };
 
 export default defineConfig({
   test: {
