@@ -1,8 +1,8 @@
 // npm packages beside a function, against a real npm and a registry stand-in on 127.0.0.1.
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StudioError, type Engine } from '../../src-main/engine/index.ts';
+import { createEngine, MemorySecretStore, StudioError, type Engine } from '../../src-main/engine/index.ts';
 import { testEngine } from '../support/engine.ts';
 import { fixtureRegistry, type FixtureRegistry } from '../support/registry.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -30,6 +30,13 @@ beforeAll(async () => {
     },
     { name: 'reads-files', version: '0.3.0', files: { 'index.js': "module.exports = require('./lib/read.js');", 'lib/read.js': "const { readFileSync } = require('fs'); module.exports = (p) => readFileSync(p, 'utf8');" } },
     { name: 'config-loader', version: '1.0.0', dependencies: { 'reads-files': '0.3.0' }, files: { 'index.js': "module.exports = require('reads-files');" } },
+    {
+      name: 'both-worlds',
+      version: '1.0.0',
+      manifest: { main: 'index.js', browser: { fs: false, './where.js': './where-web.js' } },
+      files: { 'index.js': "const fs = require('fs');\nmodule.exports = () => require('./where.js') + ' ' + typeof fs;", 'where.js': "module.exports = 'node';", 'where-web.js': "module.exports = 'web';" },
+    },
+    { name: 'leans-on-stray', version: '1.0.0', files: { 'index.js': "module.exports = require('stray');" } },
   ]);
   // No retries: the refusals below would otherwise wait out npm's back-off.
   engine = testEngine({ env: { ...process.env, npm_config_registry: registry.url, npm_config_fetch_retries: '0' } });
@@ -79,6 +86,26 @@ describe('packages beside a function', () => {
       'configured: the package "reads-files" imports the Node built-in "fs" (configured.ts → config-loader/index.js → reads-files/index.js → reads-files/lib/read.js → fs), which the sandbox does not provide; use a package made for browsers or workers, or remove it',
     );
     expect(engine.functions.find('configured')).toBeUndefined();
+  });
+
+  it("follows a package's browser field: a Node file swapped for its web twin, a built-in mapped to false", async () => {
+    await saveWith('two_worlds', "import where from 'both-worlds';\nexport default () => where();", { 'both-worlds': '1.0.0' });
+    expect(await engine.run('two_worlds', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'web object' });
+  });
+
+  it('refuses a dependency a package did not declare, even when a node_modules above the data folder has it', async () => {
+    const outer = tempDir();
+    mkdirSync(join(outer, 'node_modules', 'stray'), { recursive: true });
+    writeFileSync(join(outer, 'node_modules', 'stray', 'package.json'), '{"name":"stray","version":"1.0.0","main":"index.js"}');
+    writeFileSync(join(outer, 'node_modules', 'stray', 'index.js'), 'module.exports = "picked up from outside";');
+    const inside = createEngine({ dataDir: join(outer, 'data'), secrets: new MemorySecretStore(), env: { ...process.env, npm_config_registry: registry.url, npm_config_fetch_retries: '0' } });
+    try {
+      await expect(inside.saveFunction({ spec: { name: 'strays' }, source: "import s from 'leans-on-stray';\nexport default () => s;", packages: { dependencies: { 'leans-on-stray': '1.0.0' } } })).rejects.toThrow(
+        /"stray" is imported by leans-on-stray\/index\.js but not installed with this function's packages/,
+      );
+    } finally {
+      inside.close();
+    }
   });
 
   it('refuses a bare import the function does not list, saying how to add it', async () => {

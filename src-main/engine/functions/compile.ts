@@ -1,7 +1,8 @@
 import type { Message, Metafile, Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
+import { isAbsolute, sep } from 'node:path';
 import { StudioError, type Language } from '../model/index.ts';
-import { builtinOf, builtinsPlugin, refuseBuiltins } from './packages/bundle.ts';
+import { builtinOf, builtinResolution, refuseBuiltins } from './packages/bundle.ts';
 import type { FunctionPackages, InstalledPackages } from './packages/install.ts';
 
 export interface CompiledFunction {
@@ -44,7 +45,9 @@ export async function compileFunction(source: string, language: Language, name: 
       bundle: true,
       write: false,
       format: 'esm',
-      platform: 'neutral',
+      // 'browser' rather than 'neutral' so packages' `browser` field maps (a Node file swapped for a
+      // web one, `"fs": false`) apply; no Node built-in is provided either way.
+      platform: 'browser',
       conditions: ['worker', 'browser', 'import', 'default'],
       mainFields: ['browser', 'module', 'main'],
       // Packages written for bundlers read this, and the sandbox has no `process`.
@@ -52,7 +55,7 @@ export async function compileFunction(source: string, language: Language, name: 
       target: 'es2023',
       metafile: true,
       logLevel: 'silent',
-      plugins: [functionImports(name, packages), builtinsPlugin()],
+      plugins: [functionImports(name, packages)],
     });
     esm = result.outputFiles[0]!.text;
     exports = Object.values(result.metafile.outputs)[0]?.exports ?? [];
@@ -74,18 +77,41 @@ export async function compileFunction(source: string, language: Language, name: 
   return { code, hash, packages: { dependencies, lock, versions, count } };
 }
 
-/** What the function's own source may import: its packages by bare name, nothing else. */
+/** Marks the resolution this plugin asks esbuild for itself, so it is not checked twice. */
+const INNER = Symbol('inner resolve');
+
+/**
+ * What the function's own source may import: its packages by bare name, nothing else. Whatever
+ * the packages import must resolve inside their install: esbuild would otherwise take a missing
+ * package from any node_modules above the data folder.
+ */
 function functionImports(name: string, packages: InstalledPackages | undefined): Plugin {
   return {
     name: 'function-imports',
     setup(build) {
-      build.onResolve({ filter: /.*/ }, (args) => {
-        // Imports inside the packages resolve as npm laid them out.
-        if (args.importer.includes('node_modules')) return undefined;
+      build.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData === INNER) return undefined;
+        const fromPackage = args.importer.includes('node_modules');
         const bare = /^(?:@[^/]+\/)?[^./][^/]*/.exec(args.path)?.[0];
-        if (builtinOf(args.path) !== undefined || bare === undefined) return { errors: [{ text: NO_IMPORTS }] };
-        if (packages && bare in packages.dependencies) return undefined;
-        return { errors: [{ text: `"${bare}" is not one of this function's packages: add it with "callable add ${name} ${bare}" (or list it in package.json beside the function)` }] };
+        if (!fromPackage && (bare === undefined || !packages || !(bare in packages.dependencies))) {
+          if (builtinOf(args.path) !== undefined || bare === undefined) return { errors: [{ text: NO_IMPORTS }] };
+          return { errors: [{ text: `"${bare}" is not one of this function's packages: add it with "callable add ${name} ${bare}" (or list it in package.json beside the function)` }] };
+        }
+        if (bare === undefined) {
+          return undefined;
+        }
+        const resolved = await build.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: INNER });
+        const inside = (path: string): boolean => packages !== undefined && path.startsWith(packages.root + sep);
+        if (fromPackage && builtinOf(args.path) !== undefined) {
+          // Taken as the package's `browser` field maps it, or from an npm package of that name installed with it.
+          const mapped = resolved.errors.length === 0 && (!isAbsolute(resolved.path) || inside(resolved.path));
+          return mapped ? undefined : builtinResolution(args.path);
+        }
+        if (resolved.errors.length > 0 || resolved.external || !packages) return resolved.errors.length > 0 ? { errors: resolved.errors } : undefined;
+        if (!inside(resolved.path)) {
+          return { errors: [{ text: `"${bare}" is imported by ${args.importer.slice(args.importer.lastIndexOf('node_modules/') + 13)} but not installed with this function's packages (a missing or optional dependency of the package); add it with "callable add ${name} ${bare}"` }] };
+        }
+        return { path: resolved.path, ...(resolved.sideEffects === false ? { sideEffects: false } : {}) };
       });
     },
   };

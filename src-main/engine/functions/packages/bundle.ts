@@ -1,4 +1,4 @@
-import type { Metafile, Plugin } from 'esbuild';
+import type { Metafile, OnResolveResult } from 'esbuild';
 import { builtinModules } from 'node:module';
 import { basename } from 'node:path';
 import { StudioError } from '../../model/index.ts';
@@ -19,20 +19,14 @@ export function builtinOf(specifier: string): string | undefined {
   return BUILTINS.has(specifier) || BUILTINS.has(base) ? base : undefined;
 }
 
-/** Built-ins are left external here so the whole graph is known; `refuseBuiltins` then names the first with its chain. */
-export function builtinsPlugin(): Plugin {
-  return {
-    name: 'node-builtins',
-    setup(build) {
-      build.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
-        const builtin = builtinOf(args.path);
-        if (builtin === undefined) return undefined;
-        const stand = COMPATIBLE_BUILTINS[builtin];
-        if (stand !== undefined) return { path: stand };
-        return { path: args.path, external: true };
-      });
-    },
-  };
+/**
+ * How the bundle takes a built-in a package imports (after the package's own `browser` field had
+ * its say): the sandbox's stand-in when there is one, else left external so the whole graph is
+ * known, and `refuseBuiltins` then names the first with its chain.
+ */
+export function builtinResolution(specifier: string): OnResolveResult {
+  const stand = COMPATIBLE_BUILTINS[builtinOf(specifier) ?? ''];
+  return stand !== undefined ? { path: stand } : { path: specifier, external: true };
 }
 
 /**
