@@ -108,6 +108,11 @@ describe('fetch against a vendor', () => {
     });
   }
 
+  it("ctx.fetch sends a DataView body's bytes, as it does a typed array's", async () => {
+    await value('ctx_dataview', `const res = await ctx.fetch(base + '/post', { method: 'POST', body: new DataView(new Uint8Array([7, 8, 9, 10]).buffer, 1, 2) }); return res.status;`);
+    expect([...seen.at(-1)!.bytes]).toEqual([8, 9]);
+  });
+
   it('POSTs a ReadableStream body (read in full, then sent) and refuses one without duplex', async () => {
     const got = await value(
       'post_stream',

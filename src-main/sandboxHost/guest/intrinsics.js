@@ -81,12 +81,25 @@ export const isArrayBuffer = (v) => {
 // An array with no prototype: what the function did to Array.prototype (index setters, its
 // iterator) cannot change what is pushed into it or read out of it.
 export const bareList = () => /** @type {number[]} */ (ObjectSetPrototypeOf([], null));
+const dataViewGetter = /** @param {string} name */ (name) => /** @type {(this: DataView) => any} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(DataView.prototype, name)).get);
+const DataViewBuffer = dataViewGetter('buffer');
+const DataViewByteOffset = dataViewGetter('byteOffset');
+const DataViewByteLength = dataViewGetter('byteLength');
+/** The bytes any ArrayBufferView (a typed array or a DataView) looks at, as a Uint8Array view. @param {ArrayBufferView} view */
+export const viewOf = (view) => {
+  try {
+    return new Uint8ArrayCtor(call(TypedArrayBuffer, view), call(TypedArrayByteOffset, view), call(TypedArrayByteLength, view));
+  } catch {
+    // The typed-array getters refuse a DataView.
+    return new Uint8ArrayCtor(call(DataViewBuffer, view), call(DataViewByteOffset, view), call(DataViewByteLength, view));
+  }
+};
 /** @param {ArrayBufferView} view */
 export const copyBytes = (view) => {
   // A fresh Uint8Array with exactly the view's bytes (works for any ArrayBufferView).
-  const buffer = call(TypedArrayBuffer, view);
-  const offset = call(TypedArrayByteOffset, view);
-  return new Uint8ArrayCtor(call(ArrayBufferSlice, buffer, offset, offset + call(TypedArrayByteLength, view)));
+  const bytes = viewOf(view);
+  const offset = call(TypedArrayByteOffset, bytes);
+  return new Uint8ArrayCtor(call(ArrayBufferSlice, call(TypedArrayBuffer, bytes), offset, offset + call(TypedArrayByteLength, bytes)));
 };
 // An own element, whatever setters the function put on Array.prototype's indexes (push would call them).
 /** @param {unknown[]} array @param {unknown} value */

@@ -16,7 +16,6 @@ import {
   TypedArrayBuffer,
   TypedArrayByteOffset,
   ArrayBufferByteLength,
-  TypedArrayByteLength,
   SymbolIterator,
   SymbolToStringTag,
   NumberIsFinite,
@@ -26,6 +25,7 @@ import {
   isArrayBuffer,
   bareList,
   append,
+  viewOf,
 } from '../intrinsics.js';
 import { utf8Encode, utf8Decode } from '../encoding.js';
 import { defineGlobal } from '../globals.js';
@@ -64,19 +64,6 @@ export const concatBytes = (chunks) => {
     at += c.length;
   }
   return out;
-};
-const dataViewGetter = /** @param {string} name */ (name) => /** @type {(this: DataView) => any} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(DataView.prototype, name)).get);
-const DataViewBuffer = dataViewGetter('buffer');
-const DataViewByteOffset = dataViewGetter('byteOffset');
-const DataViewByteLength = dataViewGetter('byteLength');
-/** The bytes any ArrayBufferView (a typed array or a DataView) looks at, as a Uint8Array view. @param {ArrayBufferView} view */
-export const viewOf = (view) => {
-  try {
-    return new Uint8ArrayCtor(call(TypedArrayBuffer, view), call(TypedArrayByteOffset, view), call(TypedArrayByteLength, view));
-  } catch {
-    // The typed-array getters refuse a DataView.
-    return new Uint8ArrayCtor(call(DataViewBuffer, view), call(DataViewByteOffset, view), call(DataViewByteLength, view));
-  }
 };
 /** A fresh copy of bytes [from, to) of `bytes`. @param {Uint8Array} bytes @param {number} from @param {number} to */
 export const copyRange = (bytes, from, to) => {

@@ -29,6 +29,7 @@ import {
   isArrayBuffer,
   bareList,
   append,
+  viewOf,
 } from '../intrinsics.js';
 import { sync, start } from '../host.js';
 import { utf8Encode } from '../encoding.js';
@@ -36,7 +37,7 @@ import { paramsText } from '../url.js';
 import { Headers, headerList, freezeHeaders, headersFrozen } from '../headers.js';
 import { defineGlobal } from '../globals.js';
 import { streams } from './streams.js';
-import { isBlob, blobBytes, blobType, makeBlob, makeFile, bytesStream, concatBytes, copyRange, decodeText, viewBytes, viewOf } from './blob.js';
+import { isBlob, blobBytes, blobType, makeBlob, makeFile, bytesStream, concatBytes, copyRange, decodeText, viewBytes } from './blob.js';
 import { isFormData, formParts, makeFormData } from './formData.js';
 import { AbortController, isAbortSignal, signalAborted, signalReason, onAbort as whenAborted } from './events.js';
 import { subtle } from './subtle.js';
