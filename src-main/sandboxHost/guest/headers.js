@@ -125,9 +125,32 @@ export const pairsOrRecord = (init, convert, what) => {
     const desc = ReflectGetOwnPropertyDescriptor(o, key);
     if (desc === undefined || !desc.enumerable) continue;
     const name = convert(key);
-    append(out, [name, convert(o[key])]);
+    const value = convert(o[key]);
+    // Two keys that convert to the same string are one record entry: the later value wins.
+    let i2 = 0;
+    while (i2 < out.length && /** @type {unknown[]} */ (out[i2])[0] !== name) i2++;
+    if (i2 < out.length) /** @type {unknown[]} */ (out[i2])[1] = value;
+    else append(out, [name, value]);
   }
   return out;
+};
+
+/**
+ * What WebIDL gives an interface that a class does not: its name, enumerable operations and
+ * attributes, and the interface's toStringTag.
+ * @param {Function} cls @param {string} name
+ */
+export const webIdlInterface = (cls, name) => {
+  ObjectDefineProperty(cls, 'name', { value: name, configurable: true });
+  for (const target of [cls, cls.prototype]) {
+    const keys = ReflectOwnKeys(target);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (typeof key !== 'string' || key === 'constructor' || key === 'prototype' || key === 'length' || key === 'name') continue;
+      ObjectDefineProperty(target, key, { enumerable: true });
+    }
+  }
+  ObjectDefineProperty(cls.prototype, SymbolToStringTag, { value: name, configurable: true });
 };
 
 /** WebIDL ByteString: a symbol or a code unit above U+00FF is a TypeError. @param {unknown} v */
@@ -288,8 +311,8 @@ export class Headers {
     return iterate(this, 'value');
   }
 }
+webIdlInterface(Headers, 'Headers');
 ObjectDefineProperty(Headers.prototype, SymbolIterator, { value: Headers.prototype.entries, writable: true, configurable: true });
-ObjectDefineProperty(Headers.prototype, SymbolToStringTag, { value: 'Headers', configurable: true });
 
 export function install() {
   defineGlobal('Headers', Headers);
