@@ -20,10 +20,11 @@ describe('upgrading a data folder from before JSON Schema 2020-12', () => {
     await before.saveFunction({ spec: { name: 'tuple', language: 'js', inputSchema: { $schema: D07, ...TUPLE } }, source: 'export default ({ pair }) => pair.join(":")' });
     await before.saveFunction({ spec: { name: 'modern', language: 'js', inputSchema: MODERN }, source: 'export default ({ pair }) => pair.length' });
     before.close();
-    // As an older version left it: the tuple without "$schema", the database one migration behind.
+    // As an older version left it: the tuple without "$schema", the database from before the stamping
+    // migration (the OAuth credentials table came after it; it is created only if missing).
     const db = new Database(join(dataDir, DATABASE_FILE));
     for (const table of ['functions', 'revisions']) db.exec(`UPDATE ${table} SET spec = json_remove(spec, '$.inputSchema."$schema"')`);
-    db.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    db.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
     db.close();
 
     const after = s.engine(createEngine({ dataDir, secrets: new MemorySecretStore() }));

@@ -11,10 +11,12 @@ import {
   type CredentialInfo,
   type CredentialSpec,
   type HostPattern,
+  type OAuthConnectInput,
 } from '../model/index.ts';
 import { credentialNotListedMessage } from '../model/toolResults.ts';
 import type { CredentialInjection } from '../net/guardedFetch.ts';
 import { FolderSecrets } from './folderSecrets.ts';
+import { OAuthCredentials, type ConnectHooks } from './oauth.ts';
 import type { SecretStore } from './secretStore.ts';
 
 interface Row {
@@ -51,10 +53,13 @@ export class CredentialService {
   readonly #secrets: FolderSecrets;
   #stored: { version: number; secrets: Promise<Array<{ name: string; secret: string }>> } | undefined;
   #mcpTokenSeen: { version: string; token: string } | undefined;
+  /** OAuth 2 credentials: their access token is their secret, kept fresh by this. */
+  readonly oauth: OAuthCredentials;
 
   constructor(db: Db, secrets: FolderSecrets) {
     this.#db = db;
     this.#secrets = secrets;
+    this.oauth = new OAuthCredentials(db, secrets);
   }
 
   get storeKind(): SecretStore['kind'] {
@@ -65,7 +70,8 @@ export class CredentialService {
     const rows = this.#db.prepare('SELECT * FROM credentials ORDER BY name').all() as Row[];
     return Promise.all(
       rows.map(async (row): Promise<CredentialInfo> => {
-        const base = { ...toSpec(row), grantedTo: this.grantees(row.name), createdAt: row.created_at, updatedAt: row.updated_at };
+        const status = this.oauth.status(row.name);
+        const base = { ...toSpec(row), grantedTo: this.grantees(row.name), createdAt: row.created_at, updatedAt: row.updated_at, ...(status ? { kind: 'oauth' as const, ...status } : {}) };
         try {
           return { ...base, hasSecret: (await this.#secrets.get({ kind: 'credential', name: row.name })) !== undefined };
         } catch (error) {
@@ -90,6 +96,9 @@ export class CredentialService {
     const parsed = CredentialSpecSchema.safeParse(input);
     if (!parsed.success) throw new StudioError('bad_input', `credential: ${formatZodError(parsed.error)}`);
     const spec = parsed.data;
+    if (this.oauth.isOAuth(spec.name)) {
+      throw new StudioError('bad_input', `credential "${spec.name}" is an OAuth credential; connect it again with "callable credentials connect ${spec.name}", or remove it first; nothing was saved`);
+    }
     if (secret !== undefined && this.#secrets.kind === 'env') {
       throw new StudioError(
         'bad_input',
@@ -133,12 +142,51 @@ export class CredentialService {
     return spec;
   }
 
-  /** Deletes the credential, its secret and its grants; returns the functions it was granted to. */
-  async remove(name: string): Promise<string[]> {
+  /**
+   * Connects an OAuth 2 credential: runs the grant, then stores the tokens in the keychain and the
+   * rest in the database. Connecting again replaces the tokens and keeps the grants to functions.
+   */
+  async connect(input: OAuthConnectInput, hooks: ConnectHooks = {}): Promise<CredentialInfo> {
+    const parsed = CredentialSpecSchema.safeParse({ name: input.name, hosts: input.hosts, placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } });
+    if (!parsed.success) throw new StudioError('bad_input', `credential: ${formatZodError(parsed.error)}`);
+    const spec = parsed.data;
+    if (this.#secrets.kind === 'env') throw new StudioError('bad_input', 'OAuth credentials keep refreshed tokens in the OS keychain, and CALLABLE_SECRETS=env stores no secrets; connect without it');
+    if (this.find(spec.name) && !this.oauth.isOAuth(spec.name)) {
+      throw new StudioError('bad_input', `credential "${spec.name}" exists and is not an OAuth credential; remove it first (callable credentials rm ${spec.name}) or pick another name`);
+    }
+    const config = await this.oauth.configFor(input, hooks.clientSecret !== undefined, hooks.signal);
+    const tokens = await this.oauth.obtain(config, hooks);
+    await this.oauth.storeSecrets(spec.name, tokens, hooks.clientSecret);
+    await this.#secrets.set({ kind: 'credential', name: spec.name }, tokens.accessToken);
+    const now = nowIso();
+    writeTransaction(this.#db, () => {
+      this.#db
+        .prepare(
+          `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
+        )
+        .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now);
+      this.oauth.writeRow(spec.name, config, tokens);
+      bumpCredentials(this.#db);
+    });
+    return (await this.list()).find((c) => c.name === spec.name)!;
+  }
+
+  /**
+   * Deletes the credential, its secret and its grants; returns the functions it was granted to. An
+   * OAuth credential's grant is revoked at the server first where it can be; `onNote` hears how that went.
+   */
+  async remove(name: string, onNote?: (note: string) => void): Promise<string[]> {
     if (!this.find(name)) throw new StudioError('not_found', `no credential named "${name}"; "callable credentials list" shows them`);
+    if (this.oauth.isOAuth(name)) {
+      const note = await this.oauth.revoke(name);
+      if (note) onNote?.(note);
+      await this.oauth.forgetSecrets(name);
+    }
     if (this.#secrets.kind !== 'env') await this.#secrets.delete({ kind: 'credential', name });
     const grantees = this.grantees(name);
     writeTransaction(this.#db, () => {
+      this.oauth.deleteRow(name);
       this.#db.prepare('DELETE FROM credential_grants WHERE credential = ?').run(name);
       this.#db.prepare('DELETE FROM credentials WHERE name = ?').run(name);
       bumpCredentials(this.#db);
@@ -256,6 +304,7 @@ export class CredentialService {
     for (const name of names) {
       const secret = await this.#secrets.get({ kind: 'credential', name });
       if (secret !== undefined) out.push({ name, secret });
+      if (this.oauth.isOAuth(name)) for (const other of await this.oauth.extraSecrets(name)) out.push({ name, secret: other });
     }
     return out;
   }
@@ -267,6 +316,8 @@ export class CredentialService {
     }
     const spec = this.find(name);
     if (!spec) throw missingCredential(name);
+    // An OAuth access token near its expiry is refreshed first (by one process of this folder).
+    const generation = await this.oauth.fresh(name, signal);
     // A keychain that is locked, stopped or missing throws its own error here (keychain_*).
     let secret: string | undefined;
     try {
@@ -287,9 +338,11 @@ export class CredentialService {
     }
     const hosts = spec.hosts.map(parseHostPattern).filter((p): p is HostPattern => !isHostPatternError(p));
     const placement = spec.placement;
+    // A 401 to this token: a newer one (another process's, or a refresh now), asked for once.
+    const refresh = generation === undefined ? {} : { refresh: async () => (await this.oauth.newerThan(name, generation, signal), this.injection(name, allowed, signal)) };
     return placement.kind === 'header'
-      ? { name, hosts, secret, header: [placement.header, placement.template.split('{secret}').join(secret)] }
-      : { name, hosts, secret, query: [placement.param, secret] };
+      ? { name, hosts, secret, header: [placement.header, placement.template.split('{secret}').join(secret)], ...refresh }
+      : { name, hosts, secret, query: [placement.param, secret], ...refresh };
   }
 
   /**

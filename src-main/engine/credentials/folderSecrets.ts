@@ -3,7 +3,7 @@ import { writeTransaction, type Db } from '../store/database.ts';
 import { EnvSecretStore, type SecretStore } from './secretStore.ts';
 
 /** A secret of a data folder: a credential's, or the HTTP MCP server's bearer token. */
-export type SecretKey = { kind: 'credential'; name: string } | { kind: 'mcp-token' };
+export type SecretKey = { kind: 'credential'; name: string } | { kind: 'mcp-token' } | { kind: 'oauth-refresh' | 'oauth-client'; name: string };
 
 const MCP_TOKEN_VARIABLE = 'CALLABLE_MCP_TOKEN';
 
@@ -34,12 +34,13 @@ export class FolderSecrets {
 
   /** The keychain account of `key` in this data folder. */
   account(key: SecretKey): string {
-    return `${this.installId}:${key.kind === 'credential' ? `credential:${key.name}` : 'mcp:http-token'}`;
+    return `${this.installId}:${key.kind === 'mcp-token' ? 'mcp:http-token' : `${key.kind}:${key.name}`}`;
   }
 
   /** Where env mode reads `key` from. */
   static variableFor(key: SecretKey): string {
-    return key.kind === 'credential' ? EnvSecretStore.variableFor(key.name) : MCP_TOKEN_VARIABLE;
+    if (key.kind === 'mcp-token') return MCP_TOKEN_VARIABLE;
+    return EnvSecretStore.variableFor(key.kind === 'credential' ? key.name : `${key.name}_${key.kind}`);
   }
 
   async get(key: SecretKey, signal?: AbortSignal): Promise<string | undefined> {

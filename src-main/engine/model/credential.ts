@@ -33,4 +33,32 @@ export interface CredentialInfo extends CredentialSpec {
   grantedTo: string[];
   createdAt: string;
   updatedAt: string;
+  /** Set for an OAuth 2 credential, whose secret is an access token the engine keeps fresh. */
+  kind?: 'oauth';
+  /** An OAuth credential's state: `needs_reconnect` after the server refused its grant. */
+  state?: OAuthState;
+  /** When the OAuth access token expires (ISO), or null when the server did not say. */
+  expiresAt?: string | null;
+  /** The scopes the server granted. */
+  scopes?: string[];
+  /** Who connected it, when the server said (an ID token's email or subject; the client id for client credentials). */
+  account?: string | null;
+  issuer?: string;
+}
+
+export type OAuthState = 'connected' | 'needs_reconnect';
+export type OAuthGrant = 'code' | 'device' | 'client_credentials';
+
+/** What `credentials connect` asks of an OAuth 2 authorization server. Secrets travel beside it, never in it. */
+export interface OAuthConnectInput {
+  name: string;
+  hosts: string[];
+  /** The issuer, for discovery (RFC 8414 / OpenID); with explicit URLs it only names the server. */
+  issuer?: string | undefined;
+  authorizeUrl?: string | undefined;
+  tokenUrl?: string | undefined;
+  revocationUrl?: string | undefined;
+  clientId: string;
+  scopes: string[];
+  grant: OAuthGrant;
 }

@@ -24,6 +24,8 @@ export interface CredentialInjection {
   header?: [string, string];
   query?: [string, string];
   secret: string;
+  /** An OAuth credential's: a newer token after the host answered 401 to this one. */
+  refresh?: () => Promise<CredentialInjection>;
 }
 
 export interface FetchPolicy {
@@ -92,7 +94,8 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
   }
   const misplaced = policy.placeholders && requestProblem(policy.placeholders, headers, request.body);
   if (misplaced) throw refusedEarly(policy, request, placeholderRefusal(misplaced.found, misplaced.place, NOT_SENT).message);
-  const injection = request.credential === undefined ? undefined : await policy.credential(request.credential);
+  let held = request.credential === undefined ? undefined : await policy.credential(request.credential);
+  let refreshed = false;
 
   let url = request.url;
   let currentMethod = method;
@@ -101,6 +104,7 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
   let carryAuthorization = true;
   for (let hop = 0; ; hop++) {
     const started = performance.now();
+    const injection = held;
     const target = checkUrl(url, patterns, policy, request, redirectFrom);
     if (injection && !injection.hosts.some((h) => hostMatches(h, target.hostname, target.port, target.defaultPort))) {
       if (hop === 0) {
@@ -157,6 +161,21 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     entry.bytesIn = response.bytesIn;
     entry.ms = round(performance.now() - started);
     policy.trace(entry);
+
+    // A 401 to an OAuth token the host sent: one refresh, then the same request once more.
+    if (response.status === 401 && !refreshed) {
+      const used = [...(sendCredential ? [injection] : []), ...(await Promise.all((swapped?.used ?? []).map((name) => policy.credential(name))))];
+      const refreshable = used.filter((i) => i.refresh !== undefined);
+      if (refreshable.length > 0) {
+        refreshed = true;
+        for (const stale of refreshable) {
+          const fresh = await stale.refresh!();
+          if (stale === injection) held = fresh;
+        }
+        hop--;
+        continue;
+      }
+    }
 
     const location = response.headers.find(([k]) => k === 'location')?.[1];
     if (!REDIRECT_STATUSES.has(response.status) || location === undefined || request.redirect === 'manual') {

@@ -150,6 +150,22 @@ const MIGRATIONS: string[] = [
   // then: it is stamped draft-07 so it keeps validating as it did. Revisions too, for a restore.
   `
   ${['functions', 'revisions'].flatMap((table) => ['inputSchema', 'outputSchema'].map((field) => stampDraft07(table, field))).join('\n')}
+  `,  // OAuth 2 credentials: what is not secret (the server, the client id, expiry, scopes, account).
+  // The tokens are in the keychain. generation moves on each new access token; lease_* is the
+  // refresh lock that processes sharing the folder take, so only one asks the server.
+  `
+  CREATE TABLE IF NOT EXISTS oauth_credentials (
+    name TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'connected',
+    expires_at INTEGER,
+    refresh_at INTEGER,
+    scopes TEXT NOT NULL DEFAULT '',
+    account TEXT,
+    generation INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_until INTEGER
+  );
   `,
 ];
 

@@ -1,0 +1,155 @@
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { KeychainSecretStore } from '../../src-main/engine/index.ts';
+import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
+import { defineFunction, testEngine } from '../support/engine.ts';
+import { APP, bearersSeen, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
+
+// The real Secret Service started by test/setup/keychain.ts, and a real oidc-provider whose access
+// tokens live 2 seconds, so every test below crosses at least one refresh.
+const keychain = () => new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!);
+const engine = testEngine({ secrets: keychain() });
+let op: OAuthProvider;
+
+/** A function that calls the resource server `times` times, `gapMs` apart, through credential `name`. */
+async function caller(fn: string, name: string, times: number, gapMs: number): Promise<void> {
+  await defineFunction(
+    engine,
+    { name: fn, allowedHosts: [`127.0.0.1:${op.resource.port}`], credentials: [name], timeoutMs: 30_000 },
+    `export default async (a, ctx) => {
+      const seen = [];
+      for (let i = 0; i < ${times}; i++) {
+        const r = await ctx.fetch('${op.resource.origin}/items/' + i, { credential: '${name}' });
+        seen.push(r.status);
+        if (!r.ok) return { seen, text: await r.text() };
+        await new Promise((f) => setTimeout(f, ${gapMs}));
+      }
+      return { seen };
+    }`,
+  );
+}
+
+/** The keychain entry of the OAuth secret `kind` of `name` in this data folder. */
+function storedSecret(kind: 'credential' | 'oauth-refresh', name: string): Promise<string | undefined> {
+  const db = new Database(join(engine.dataDir, DATABASE_FILE), { readonly: true });
+  const installId = (db.prepare("SELECT value FROM settings WHERE key = 'install_id'").get() as { value: string }).value;
+  db.close();
+  return keychain().get(`${installId}:${kind}:${name}`);
+}
+
+function filesUnder(dir: string): Array<{ path: string; text: string }> {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile())
+    .map((path) => ({ path, text: readFileSync(path).toString('latin1') }));
+}
+
+beforeAll(async () => {
+  op = await oauthProvider({ accessTokenTtl: 2 });
+});
+
+describe('client credentials', () => {
+  it('connects with the client secret, and a call lasting past two token lifetimes never fails: the host refreshes before the token expires', async () => {
+    const info = await engine.credentials.connect(
+      { name: 'machine', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, clientId: MACHINE.id, scopes: ['read'], grant: 'client_credentials' },
+      { clientSecret: MACHINE.secret },
+    );
+    expect(info).toMatchObject({ name: 'machine', kind: 'oauth', state: 'connected', scopes: ['read'], account: MACHINE.id, issuer: op.issuer, hasSecret: true });
+    expect(Date.parse(info.expiresAt!) - Date.now()).toBeLessThanOrEqual(2000);
+    const before = op.tokenRequests.length;
+    await caller('machine_calls', 'machine', 10, 500);
+    const result = await engine.run('machine_calls', {}, { caller: 'test' });
+    expect(result).toMatchObject({ ok: true, value: { seen: Array(10).fill(200) } });
+    // 5 s of calls with 2 s tokens refreshed at half their life: a new token about every second, not one per call.
+    const refreshes = op.tokenRequests.length - before;
+    expect(refreshes).toBeGreaterThanOrEqual(2);
+    expect(refreshes).toBeLessThan(10);
+    expect(op.resource.rejected).toBe(0);
+  });
+
+  it('answers a 401 to a token the server dropped early with one refresh and one retry of the request', async () => {
+    const slow = await oauthProvider({ accessTokenTtl: 300 });
+    await engine.credentials.connect(
+      { name: 'slow', hosts: [`127.0.0.1:${slow.resource.port}`], issuer: slow.issuer, clientId: MACHINE.id, scopes: [], grant: 'client_credentials' },
+      { clientSecret: MACHINE.secret },
+    );
+    await defineFunction(
+      engine,
+      { name: 'slow_call', allowedHosts: [`127.0.0.1:${slow.resource.port}`], credentials: ['slow'] },
+      `export default async (a, ctx) => (await ctx.fetch('${slow.resource.origin}/x', { credential: 'slow' })).status`,
+    );
+    expect(await engine.run('slow_call', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 200 });
+    const [token] = bearersSeen(slow.resource);
+    await (await slow.provider.ClientCredentials.find(token!))!.destroy();
+    const requests = slow.tokenRequests.length;
+    const run = await engine.run('slow_call', {}, { caller: 'test' });
+    expect(run).toMatchObject({ ok: true, value: 200 });
+    expect(slow.tokenRequests.length).toBe(requests + 1);
+    expect(slow.resource.rejected).toBe(1);
+    expect(run.trace?.map((t) => t.status)).toEqual([401, 200]);
+  });
+});
+
+describe('authorization code with PKCE', () => {
+  it('signs in through the provider pages via the loopback redirect, rotates the refresh token as the access token expires, and marks a revoked grant needs_reconnect without looping', async () => {
+    const info = await engine.credentials.connect(
+      { name: 'user', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, clientId: APP.id, scopes: ['openid', 'email', 'offline_access', 'read'], grant: 'code' },
+      {
+        onAuthorizeUrl: (url) => {
+          const u = new URL(url);
+          expect(u.searchParams.get('code_challenge_method')).toBe('S256');
+          expect(u.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+          void signIn(url, 'ada');
+        },
+      },
+    );
+    expect(info).toMatchObject({ kind: 'oauth', state: 'connected', account: 'ada' });
+    expect(info.scopes).toEqual(expect.arrayContaining(['openid', 'read']));
+
+    const firstRefresh = await storedSecret('oauth-refresh', 'user');
+    expect(firstRefresh).toBeTruthy();
+    await caller('user_calls', 'user', 6, 500);
+    expect(await engine.run('user_calls', {}, { caller: 'test' })).toMatchObject({ ok: true, value: { seen: Array(6).fill(200) } });
+    expect(op.tokenRequests.filter((r) => r.grantType === 'refresh_token').length).toBeGreaterThanOrEqual(1);
+    // Rotation: a new refresh token is stored, and the first one is spent at the server.
+    const rotated = await storedSecret('oauth-refresh', 'user');
+    expect(rotated).not.toBe(firstRefresh);
+    expect(await op.provider.RefreshToken.find(firstRefresh!)).toMatchObject({ consumed: expect.anything() });
+
+    // The user revokes the grant at the provider: the next refresh is refused (invalid_grant).
+    await (await op.provider.RefreshToken.find(rotated!))!.destroy();
+    await new Promise((f) => setTimeout(f, 2100));
+    const failed = await engine.run('user_calls', {}, { caller: 'test' });
+    expect(failed.ok).toBe(false);
+    expect(!failed.ok && failed.error.message).toMatch(/credential "user" needs to be connected again .*: callable credentials connect user$/);
+    expect((await engine.credentials.list()).find((c) => c.name === 'user')).toMatchObject({ state: 'needs_reconnect' });
+    const requests = op.tokenRequests.length;
+    const again = await engine.run('user_calls', {}, { caller: 'test' });
+    expect(!again.ok && again.error.message).toMatch(/needs to be connected again/);
+    expect(op.tokenRequests.length).toBe(requests);
+  });
+});
+
+describe('what is kept', () => {
+  it('no access or refresh token in the database file, the run history or an export', async () => {
+    const tokens = [...bearersSeen(op.resource)];
+    for (const name of ['machine', 'user']) {
+      const refresh = await storedSecret('oauth-refresh', name);
+      if (refresh) tokens.push(refresh);
+    }
+    expect(tokens.length).toBeGreaterThan(5);
+    engine.runs.flush();
+    const history = JSON.stringify(engine.runs.list({ functionName: 'user_calls' })) + JSON.stringify(engine.runs.list({ functionName: 'machine_calls' }));
+    const out = mkdtempSync(join(tmpdir(), 'callable-export-'));
+    engine.exportFunctions(out, ['user_calls', 'machine_calls']);
+    const listed = JSON.stringify(await engine.credentials.list());
+    for (const token of tokens) {
+      expect(history.includes(token)).toBe(false);
+      expect(listed.includes(token)).toBe(false);
+      for (const { path, text } of [...filesUnder(engine.dataDir), ...filesUnder(out)]) expect(text.includes(token), `${path} holds a token`).toBe(false);
+    }
+  });
+});
