@@ -1,5 +1,5 @@
 // npm packages beside a function, against a real npm and a registry stand-in on 127.0.0.1.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, StudioError, type Engine } from '../../src-main/engine/index.ts';
@@ -106,6 +106,15 @@ describe('packages beside a function', () => {
     } finally {
       inside.close();
     }
+  });
+
+  it('clears the work folder an install killed an hour ago left, and keeps a recent one', async () => {
+    const [old, recent] = [join(packagesDir(), 'tmp-killedlongago'), join(packagesDir(), 'tmp-stillgoing')];
+    for (const dir of [old, recent]) mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    utimesSync(old, new Date(Date.now() - 2 * 3_600_000), new Date(Date.now() - 2 * 3_600_000));
+    await saveWith('sweeper', "import greet from 'greet';\nexport default () => greet('x');", { greet: '1.0.0' });
+    expect([existsSync(old), existsSync(recent)]).toEqual([false, true]);
+    rmSync(recent, { recursive: true });
   });
 
   it('refuses a bare import the function does not list, saying how to add it', async () => {

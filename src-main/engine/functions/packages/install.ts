@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StudioError } from '../../model/index.ts';
 import { registryOf, runNpm, type NpmResult } from './npm.ts';
@@ -73,6 +73,7 @@ export class PackageStore {
       const ready = this.#ready(lock);
       if (ready) return ready;
     }
+    this.#sweep();
     const work = join(this.#dir, `tmp-${randomBytes(6).toString('hex')}`);
     mkdirSync(work, { recursive: true });
     try {
@@ -97,6 +98,20 @@ export class PackageStore {
       return this.#ready(written.lock)!;
     } finally {
       rmSync(work, { recursive: true, force: true });
+    }
+  }
+
+  /** Work folders an install left when its process was killed (an hour is far past any install). */
+  #sweep(): void {
+    if (!existsSync(this.#dir)) return;
+    for (const name of readdirSync(this.#dir)) {
+      if (!name.startsWith('tmp-')) continue;
+      const path = join(this.#dir, name);
+      try {
+        if (Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
+      } catch {
+        // Another process swept it first.
+      }
     }
   }
 
