@@ -1,6 +1,6 @@
 // callable add / remove / show with npm packages, against a real npm and a registry stand-in on 127.0.0.1.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findNpm } from '../../src-main/engine/functions/packages/npm.ts';
@@ -28,7 +28,6 @@ const PADDER = "import pad from 'pad-left';\nexport default ({ text }) => pad(te
 async function dataWithPadder(): Promise<string> {
   const data = tempDir();
   const src = tempDir();
-  const { mkdirSync, writeFileSync } = await import('node:fs');
   mkdirSync(join(src, 'padder'));
   writeFileSync(join(src, 'padder', 'function.json'), JSON.stringify({ name: 'padder', description: 'pads', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }));
   writeFileSync(join(src, 'padder', 'index.js'), 'export default ({ text }) => text;\n');
@@ -40,7 +39,6 @@ async function dataWithPadder(): Promise<string> {
 async function editSource(data: string, source: string, expectCode = 0) {
   const dir = tempDir();
   expect((await cli(['export', dir, '--name', 'padder', '--data-dir', data], { env })).code).toBe(0);
-  const { writeFileSync } = await import('node:fs');
   writeFileSync(join(dir, 'padder', 'index.js'), source);
   const imported = await cli(['import', join(dir, 'padder'), '--data-dir', data], { env });
   expect(imported.code, imported.stderr).toBe(expectCode);
