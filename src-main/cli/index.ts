@@ -9,6 +9,7 @@ import { commands as deployCommands } from './deploy.ts';
 import { commands as lintCommands } from './lint.ts';
 import { commands as packageCommands } from './packages.ts';
 import { commands as clientConfigCommands } from './clientConfig.ts';
+import { CONNECT_OPTIONS, connectCommand } from './oauth.ts';
 import { aborted, commandHelp, EXIT_FAILED, EXIT_OK, EXIT_USAGE, invokedAs, parse, signalExitCode, UsageError, usageOfParseError, withCommand, type CliIo, type Command, type CommandContext } from './common.ts';
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo } from './common.ts';
@@ -305,8 +306,9 @@ const runs: Command = {
 };
 
 const credentials: Command = {
-  usage: 'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] [--grant FUNCTION…] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
-  createsDataDir: (args) => args[0] === 'set',
+  usage:
+    'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] [--grant FUNCTION…] | connect NAME --issuer URL --client-id ID --host HOST… [--scope "a b"] [--grant code|device|client_credentials] [--client-secret-stdin] [--no-browser] [--authorize-url URL --token-url URL] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
+  createsDataDir: (args) => args[0] === 'set' || args[0] === 'connect',
   summary:
     'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
   options: [
@@ -316,14 +318,16 @@ const credentials: Command = {
     ['--template T', 'the header value, {secret} standing for the secret (default "Bearer {secret}")'],
     ['--query NAME', 'send it as this query parameter instead of a header'],
     ['--grant FUNCTION', 'also grant it to FUNCTION (which must list it); repeat for several. Functions that list it and are not granted are named, with the command'],
-    ['list [--json]', 'names, hosts, placement, whether a secret is set and the functions granted it; never the secret'],
-    ['rm NAME', 'deletes the credential, its secret and its grants'],
+    ...CONNECT_OPTIONS,
+    ['list [--json]', 'names, hosts, placement, whether a secret is set and the functions granted it; for OAuth: state, expiry, scopes and account; never the secret'],
+    ['rm NAME', 'deletes the credential, its secret and its grants (an OAuth grant is revoked at the server where it can be)'],
     ['grant NAME FUNCTION', 'lets FUNCTION use the credential (it must list it in its "credentials"); nothing is sent for a function until it is granted'],
     ['revoke NAME FUNCTION', "takes the grant back: the function's next runs are refused the credential"],
   ],
   examples: [
     `printf %s "$DEEPL_KEY" | callable credentials set deepl --host api-free.deepl.com --header Authorization --template 'DeepL-Auth-Key {secret}' --grant deepl_translate`,
     'callable credentials grant deepl deepl_translate',
+    'callable credentials connect graph --issuer https://login.microsoftonline.com/common/v2.0 --client-id ID --host graph.microsoft.com --scope "User.Read offline_access"',
     'callable credentials list',
   ],
   async run(ctx) {
@@ -335,6 +339,12 @@ const credentials: Command = {
       else if (all.length === 0) ctx.out(`No credentials yet. Add one: printf %s "$KEY" | ${ctx.callable} credentials set NAME --host api.example.com`);
       else
         for (const c of all) {
+          if (c.kind === 'oauth') {
+            const state = c.state === 'needs_reconnect' ? `NEEDS RECONNECT: ${ctx.callable} credentials connect ${c.name}` : `connected${c.account ? ` as ${c.account}` : ''}`;
+            const granted = c.grantedTo.length > 0 ? `granted to ${c.grantedTo.join(', ')}` : 'granted to no function';
+            ctx.out(`${c.name}  ${c.hosts.join(', ')}  oauth ${c.issuer}  ${state}  scopes: ${c.scopes?.join(' ') || '-'}  expires ${c.expiresAt ?? 'never'}  ${granted}`);
+            continue;
+          }
           const where = c.placement.kind === 'header' ? `header ${c.placement.header}: ${c.placement.template}` : `query ?${c.placement.param}=`;
           const secret = c.hasSecret === true ? 'secret set' : c.hasSecret === false ? 'NO SECRET' : 'secret not checked';
           const granted = c.grantedTo.length > 0 ? `granted to ${c.grantedTo.join(', ')}` : 'granted to no function';
@@ -347,7 +357,7 @@ const credentials: Command = {
     }
     if (sub === 'rm') {
       const { positionals } = parse(rest, {}, 1);
-      const grantees = await ctx.engine().credentials.remove(positionals[0]!);
+      const grantees = await ctx.engine().credentials.remove(positionals[0]!, (note) => ctx.out(`credential ${positionals[0]}: ${note}`));
       ctx.out(`deleted credential ${positionals[0]}${grantees.length > 0 ? ` (and its grants to ${grantees.join(', ')})` : ''}`);
       return EXIT_OK;
     }
@@ -365,6 +375,7 @@ const credentials: Command = {
       if (!credentialExists) ctx.out(`credential ${credential} does not exist yet; create it: ${ctx.callable} credentials set ${credential} --host HOST`);
       return EXIT_OK;
     }
+    if (sub === 'connect') return connectCommand(ctx, rest, readSecret);
     if (sub === 'set') {
       const { positionals, values } = parse(
         rest,

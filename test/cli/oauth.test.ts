@@ -1,0 +1,166 @@
+import Database from 'better-sqlite3';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ServerResponse } from 'node:http';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createEngine, KeychainSecretStore, MemorySecretStore } from '../../src-main/engine/index.ts';
+import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
+import { cli } from '../support/cli.ts';
+import { APP, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
+import { callableProcess } from '../support/process.ts';
+import { tempDir } from '../support/tmp.ts';
+import { vendorServer } from '../support/vendor.ts';
+import { until } from '../support/wait.ts';
+
+// A real oidc-provider on loopback with 2-second access tokens; the real keychain of test/setup/keychain.ts.
+let op: OAuthProvider;
+beforeAll(async () => {
+  op = await oauthProvider({ accessTokenTtl: 2 });
+});
+
+/** A $BROWSER that writes the URL it is asked to open to a file, as a browser would receive it. */
+function fakeBrowser(): { env: NodeJS.ProcessEnv; opened: string } {
+  const dir = tempDir();
+  const opened = join(dir, 'opened.txt');
+  const script = join(dir, 'browser.sh');
+  writeFileSync(script, `#!/bin/sh\nprintf '%s' "$1" > '${opened}'\n`);
+  chmodSync(script, 0o755);
+  return { env: { ...process.env, BROWSER: script }, opened };
+}
+
+/** Saves `fn` in the data folder (granted `credential`), with `source`. */
+async function withFunction(data: string, fn: string, credential: string, hosts: string[], source: string): Promise<void> {
+  const engine = createEngine({ dataDir: data, secrets: new MemorySecretStore() });
+  try {
+    await engine.saveFunction({ spec: { name: fn, allowedHosts: hosts, credentials: [credential], timeoutMs: 20_000 }, source });
+    engine.credentials.grant(credential, fn);
+  } finally {
+    engine.close();
+  }
+}
+
+describe('callable credentials connect', () => {
+  it('--grant client_credentials reads the secret from stdin, and list --json shows kind, state, expiry, scopes and account, never a token', async () => {
+    const data = tempDir();
+    const host = `127.0.0.1:${op.resource.port}`;
+    const connected = await cli(
+      ['credentials', 'connect', 'machine', '--issuer', op.issuer, '--client-id', MACHINE.id, '--host', host, '--scope', 'read', '--grant', 'client_credentials', '--client-secret-stdin', '--data-dir', data],
+      { stdin: MACHINE.secret },
+    );
+    expect(connected, connected.stderr).toMatchObject({ code: 0, stdout: 'connected machine as machine (scopes: read)\n' });
+    const listed = await cli(['credentials', 'list', '--json', '--data-dir', data]);
+    const [entry] = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
+    expect(entry).toMatchObject({ name: 'machine', kind: 'oauth', state: 'connected', scopes: ['read'], account: MACHINE.id, hosts: [host], hasSecret: true });
+    expect(Date.parse(entry!.expiresAt as string)).toBeGreaterThan(Date.now() - 5000);
+    expect(listed.stdout).not.toMatch(/access_token|refresh_token|Bearer [A-Za-z0-9_-]{20,}/);
+    const text = await cli(['credentials', 'list', '--data-dir', data]);
+    expect(text.stdout).toContain(`machine  ${host}  oauth ${op.issuer}  connected as machine  scopes: read  expires `);
+  });
+
+  it('--grant code opens $BROWSER on the sign-in URL (also printed on its own stderr line) and exits 0 once the loopback redirect brings the code', async () => {
+    const data = tempDir();
+    const browser = fakeBrowser();
+    const run = cli(
+      ['credentials', 'connect', 'ada', '--issuer', op.issuer, '--client-id', APP.id, '--host', `127.0.0.1:${op.resource.port}`, '--scope', 'openid offline_access read', '--data-dir', data],
+      { env: browser.env },
+    );
+    await until(() => existsSync(browser.opened) && readFileSync(browser.opened, 'utf8').length > 0, 'the browser to be opened');
+    const url = readFileSync(browser.opened, 'utf8');
+    expect(url).toMatch(new RegExp(`^${op.issuer}/auth\\?`));
+    const page = await signIn(url, 'ada');
+    expect(page).toMatchObject({ status: 200, text: 'Connected. You can close this tab.\n' });
+    const done = await run;
+    expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected ada as ada (scopes: openid read)\n' });
+    expect(done.stderr.split('\n')).toContain(url);
+
+    // A second callback to the same port finds nobody listening: the loopback server is gone.
+    const replay = await fetch(page.callback).then(() => 'answered', () => 'refused');
+    expect(replay).toBe('refused');
+
+    // rm revokes the grant at the server (RFC 7009): its refresh token stops working there.
+    const refresh = await new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!).get(`${installIdOf(data)}:oauth-refresh:ada`);
+    expect(await op.provider.RefreshToken.find(refresh!)).toBeTruthy();
+    const removed = await cli(['credentials', 'rm', 'ada', '--data-dir', data]);
+    expect(removed).toMatchObject({ code: 0, stdout: 'credential ada: revoked at the server\ndeleted credential ada\n' });
+    expect(await op.provider.RefreshToken.find(refresh!)).toBeUndefined();
+  });
+
+  it('--authorize-url and --token-url work without discovery', async () => {
+    const data = tempDir();
+    const browser = fakeBrowser();
+    const run = cli(
+      ['credentials', 'connect', 'manual', '--authorize-url', `${op.issuer}/auth`, '--token-url', `${op.issuer}/token`, '--client-id', APP.id, '--host', `127.0.0.1:${op.resource.port}`, '--scope', 'read', '--data-dir', data],
+      { env: browser.env },
+    );
+    await until(() => existsSync(browser.opened) && readFileSync(browser.opened, 'utf8').length > 0, 'the browser to be opened');
+    await signIn(readFileSync(browser.opened, 'utf8'), 'grace');
+    const done = await run;
+    expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected manual (scopes: read)\n' });
+  });
+
+  it('--no-browser opens nothing and --timeout bounds the wait: one line, exit 1, nothing saved', async () => {
+    const data = tempDir();
+    const browser = fakeBrowser();
+    const started = Date.now();
+    const run = await cli(
+      ['credentials', 'connect', 'late', '--issuer', op.issuer, '--client-id', APP.id, '--host', `127.0.0.1:${op.resource.port}`, '--no-browser', '--timeout', '1', '--data-dir', data],
+      { env: browser.env },
+    );
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^Sign in to connect, at:\nhttp:\/\/127\.0\.0\.1:\d+\/auth\?\S+\n.*no answer from the browser within 1 s; run connect again\n$/);
+    expect(existsSync(browser.opened)).toBe(false);
+    expect((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout.trim()).toBe('[]');
+  });
+
+  it('refuses bad input with one line and exit 2', async () => {
+    const data = tempDir();
+    const noHost = await cli(['credentials', 'connect', 'x', '--issuer', op.issuer, '--client-id', 'c', '--data-dir', data]);
+    expect(noHost).toMatchObject({ code: 2 });
+    expect(noHost.stderr).toContain('give at least one --host the tokens may be sent to');
+    const badGrant = await cli(['credentials', 'connect', 'x', '--issuer', op.issuer, '--client-id', 'c', '--host', 'a.example', '--grant', 'implicit', '--data-dir', data]);
+    expect(badGrant.stderr).toContain('--grant must be code, device or client_credentials, not "implicit"');
+    const plainHttp = await cli(['credentials', 'connect', 'x', '--issuer', 'http://auth.example', '--client-id', 'c', '--host', 'a.example', '--grant', 'client_credentials', '--data-dir', data], { stdin: 's' });
+    expect(plainHttp).toMatchObject({ code: 2 });
+    expect(plainHttp.stderr).toContain('--issuer must be an https:// URL (http:// only for 127.0.0.1, [::1] or localhost)');
+  });
+});
+
+describe('three processes on one data folder', () => {
+  it('refreshing an expiring token at the same moment make one token request', async () => {
+    const data = tempDir();
+    const host = `127.0.0.1:${op.resource.port}`;
+    const connected = await cli(
+      ['credentials', 'connect', 'shared', '--issuer', op.issuer, '--client-id', MACHINE.id, '--host', host, '--grant', 'client_credentials', '--data-dir', data],
+      { stdin: MACHINE.secret },
+    );
+    expect(connected.code, connected.stderr).toBe(0);
+    const connectedAt = Date.now();
+    // Each run first waits at this barrier; all three are let through together once the token is past its refresh time.
+    const held: ServerResponse[] = [];
+    const barrier = await vendorServer((_req, res) => {
+      held.push(res);
+      if (held.length === 3) setTimeout(() => held.forEach((r) => r.end('go')), Math.max(0, connectedAt + 1200 - Date.now()));
+    });
+    await withFunction(
+      data,
+      'shared_call',
+      'shared',
+      [host, `127.0.0.1:${barrier.port}`],
+      `export default async (a, ctx) => { await (await ctx.fetch('http://127.0.0.1:${barrier.port}/wait')).text(); return (await ctx.fetch('${op.resource.origin}/shared', { credential: 'shared' })).status; }`,
+    );
+    const before = op.tokenRequests.length;
+    const runs = await Promise.all([1, 2, 3].map(() => callableProcess(['run', 'shared_call', '--data-dir', data], { timeoutMs: 30_000 })));
+    for (const run of runs) expect(run, run.stderr).toMatchObject({ code: 0, stdout: '200\n' });
+    expect(op.tokenRequests.slice(before)).toEqual([expect.objectContaining({ grantType: 'client_credentials' })]);
+  });
+});
+
+function installIdOf(data: string): string {
+  const db = new Database(join(data, DATABASE_FILE), { readonly: true });
+  try {
+    return (db.prepare("SELECT value FROM settings WHERE key = 'install_id'").get() as { value: string }).value;
+  } finally {
+    db.close();
+  }
+}
