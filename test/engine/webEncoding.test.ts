@@ -104,16 +104,36 @@ describe('TextDecoder', () => {
       'labels',
       `${THROWN}
        const names = [' UTF8\\n', 'unicode-1-1-utf-8', 'Unicode20UTF8', 'ucs-2', 'unicodeFFFE'].map((l) => new TextDecoder(l).encoding);
-       return { names, vtab: thrown(() => new TextDecoder('\\vutf-8')), legacy: thrown(() => new TextDecoder('windows-1252')),
+       return { names, vtab: thrown(() => new TextDecoder('\\vutf-8')), multiByte: thrown(() => new TextDecoder('shift_jis')),
                 replacement: thrown(() => new TextDecoder('iso-2022-kr')), options: thrown(() => new TextDecoder('utf-8', 5)),
                 input: thrown(() => new TextDecoder().decode('text')) };`,
     );
     expect(got.names).toEqual(['utf-8', 'utf-8', 'utf-8', 'utf-16le', 'utf-16be']);
     expect(got.vtab).toMatch(/^RangeError/);
-    expect(got.legacy).toMatch(/^RangeError: TextDecoder: "windows-1252" is not an encoding this sandbox decodes; use "utf-8", "utf-16le" or "utf-16be"/);
+    expect(got.multiByte).toBe(
+      'RangeError: TextDecoder: "shift_jis" is not an encoding this sandbox decodes; use utf-8, utf-16le, utf-16be or a single-byte encoding such as windows-1252 (the legacy multi-byte encodings shift_jis, euc-jp, iso-2022-jp, gbk, gb18030, big5 and euc-kr are not supported)',
+    );
     expect(got.replacement).toMatch(/^RangeError/);
     expect(got.options).toMatch(/^TypeError/);
     expect(got.input).toMatch(/^TypeError/);
+  });
+
+  it('decodes the single-byte legacy encodings by their index: latin1 is windows-1252, an unmapped byte is U+FFFD or fatal, no BOM is dropped', async () => {
+    const got = await value(
+      'single_byte',
+      `${THROWN}
+       const latin1 = new TextDecoder('latin1');
+       const koi = new TextDecoder('koi8-r');
+       return { latin1: [latin1.encoding, latin1.decode(new Uint8Array([0x80, 0x41, 0xe9, 0x9f]))], koi: koi.decode(new Uint8Array([0xc1, 0xc2])),
+                unmapped: new TextDecoder('iso-8859-3').decode(new Uint8Array([0xa5])), fatal: thrown(() => new TextDecoder('iso-8859-3', { fatal: true }).decode(new Uint8Array([0xa5]))),
+                bom: new TextDecoder('windows-1252').decode(new Uint8Array([0xef, 0xbb, 0xbf])), userDefined: new TextDecoder('x-user-defined').decode(new Uint8Array([0x61, 0x80, 0xff])) };`,
+    );
+    expect(got.latin1).toEqual(['windows-1252', '\u20ACA\u00E9\u0178']);
+    expect(got.koi).toBe('\u0430\u0431');
+    expect(got.unmapped).toBe('\uFFFD');
+    expect(got.fatal).toBe('TypeError: The encoded data was not valid iso-8859-3.');
+    expect(got.bom).toBe('\u00EF\u00BB\u00BF');
+    expect(got.userDefined).toBe('a\uF780\uF7FF');
   });
 
   it('reads any BufferSource: an ArrayBuffer, a DataView or typed array window, a SharedArrayBuffer', async () => {

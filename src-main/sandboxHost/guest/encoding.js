@@ -1,13 +1,15 @@
 // @ts-check
-// The Encoding standard's API: TextEncoder, TextDecoder (UTF-8 and UTF-16, streaming, fatal,
-// ignoreBOM), the streaming decoder TextDecoderStream shares, and the byte helpers ctx.fetch uses.
-// Legacy single- and multi-byte encodings (windows-1252, shift_jis, gbk…) are not decoded: their
-// labels get a RangeError that says so.
+// The Encoding standard's API: TextEncoder, TextDecoder (streaming, fatal, ignoreBOM), the
+// streaming decoder TextDecoderStream shares, and the byte helpers ctx.fetch uses. Decoded: UTF-8,
+// UTF-16LE/BE, the legacy single-byte encodings (windows-1252, iso-8859-x, koi8-r…) and
+// x-user-defined. The legacy multi-byte encodings (shift_jis, euc-jp, iso-2022-jp, gbk, gb18030,
+// big5, euc-kr) are not: their labels get a RangeError that says so.
 import {
   ReflectApply,
   ArrayPush,
   StringFromCharCode,
   StringCodePointAt,
+  StringCharCodeAt,
   StringToLowerCase,
   StringReplace,
   RegExpTest,
@@ -26,6 +28,7 @@ import {
   copyBytes,
 } from './intrinsics.js';
 import { defineGlobal } from './globals.js';
+import { singleByteEncodings } from './legacyEncodings.js';
 
 const DataViewProto = DataView.prototype;
 /** @param {string} name */
@@ -88,10 +91,10 @@ export const utf8Encode = (input) => {
 
 // ------------------------------------------------------------ labels ----
 
-/** @typedef {'utf-8' | 'utf-16le' | 'utf-16be'} Encoding */
+/** @typedef {string} Encoding The encoding's name, as TextDecoder.encoding gives it. */
 
-/** The Encoding standard's labels of the encodings decoded here, and of "replacement" (never constructible). */
-const LABELS = /** @type {Record<string, Encoding | 'replacement'>} */ (/** @type {unknown} */ ({
+/** The Encoding standard's labels of UTF-8, UTF-16 and x-user-defined, and of "replacement" (never constructible). */
+const LABELS = /** @type {Record<string, Encoding>} */ (/** @type {unknown} */ ({
   __proto__: null,
   'unicode-1-1-utf-8': 'utf-8',
   unicode11utf8: 'utf-8',
@@ -114,7 +117,12 @@ const LABELS = /** @type {Record<string, Encoding | 'replacement'>} */ (/** @typ
   'iso-2022-cn-ext': 'replacement',
   'iso-2022-kr': 'replacement',
   replacement: 'replacement',
+  'x-user-defined': 'x-user-defined',
 }));
+/** @type {ReturnType<typeof singleByteEncodings> | undefined} */
+let legacy;
+/** The single-byte encodings' labels and indexes, built on first use. */
+const singleByte = () => (legacy ??= singleByteEncodings());
 /** Only ASCII whitespace is trimmed from a label, and only ASCII letters are lower-cased. */
 const LABEL_EDGES = /^[\t\n\f\r ]+|[\t\n\f\r ]+$/g;
 const ASCII = /^[\x00-\x7f]*$/;
@@ -126,9 +134,12 @@ const ASCII = /^[\x00-\x7f]*$/;
 export const encodingOf = (label, what) => {
   const text = str(label);
   const trimmed = call(StringReplace, text, LABEL_EDGES, '');
-  const found = call(RegExpTest, ASCII, trimmed) ? LABELS[call(StringToLowerCase, trimmed)] : undefined;
+  const key = call(RegExpTest, ASCII, trimmed) ? call(StringToLowerCase, trimmed) : undefined;
+  const found = key === undefined ? undefined : (LABELS[key] ?? singleByte().labels[key]);
   if (found === undefined || found === 'replacement') {
-    throw new RangeErrorCtor(`${what}: "${text}" is not an encoding this sandbox decodes; use "utf-8", "utf-16le" or "utf-16be" (legacy encodings such as windows-1252 or shift_jis are not supported)`);
+    throw new RangeErrorCtor(
+      `${what}: "${text}" is not an encoding this sandbox decodes; use utf-8, utf-16le, utf-16be or a single-byte encoding such as windows-1252 (the legacy multi-byte encodings shift_jis, euc-jp, iso-2022-jp, gbk, gb18030, big5 and euc-kr are not supported)`,
+    );
   }
   return found;
 };
@@ -153,7 +164,11 @@ export const streamDecoder = (encoding, fatal, ignoreBOM) => {
   const bigEndian = encoding === 'utf-16be';
   let leadByte = -1;
   let leadSurrogate = -1;
-  let bomSeen = ignoreBOM;
+  // A single-byte encoding: what bytes 0x80-0xFF decode to (U+FFFD: an error); they have no BOM.
+  const utf = encoding === 'utf-8' || encoding === 'utf-16le' || encoding === 'utf-16be';
+  const userDefined = encoding === 'x-user-defined';
+  const high = utf || userDefined ? '' : (singleByte().tables[encoding] ?? '');
+  let bomSeen = ignoreBOM || !utf;
   return (bytes, end) => {
     let out = '';
     let units = bareList();
@@ -177,7 +192,7 @@ export const streamDecoder = (encoding, fatal, ignoreBOM) => {
       lower = 0x80;
       upper = 0xbf;
       leadByte = leadSurrogate = -1;
-      if (fatal) throw new TypeErrorCtor(`The encoded data was not valid ${encoding === 'utf-8' ? 'UTF-8' : 'UTF-16'}.`);
+      if (fatal) throw new TypeErrorCtor(`The encoded data was not valid ${encoding === 'utf-8' ? 'UTF-8' : encoding === 'utf-16le' || encoding === 'utf-16be' ? 'UTF-16' : encoding}.`);
       emit(0xfffd);
     };
     if (encoding === 'utf-8') {
@@ -216,6 +231,17 @@ export const streamDecoder = (encoding, fatal, ignoreBOM) => {
         }
       }
       if (end && needed !== 0) bad();
+    } else if (!utf) {
+      for (let i = 0; i < bytes.length; i++) {
+        const b = /** @type {number} */ (bytes[i]);
+        if (b < 0x80) emit(b);
+        else if (userDefined) emit(0xf780 + b - 0x80);
+        else {
+          const cp = call(StringCharCodeAt, high, b - 0x80);
+          if (cp === 0xfffd) bad();
+          else emit(cp);
+        }
+      }
     } else {
       for (let i = 0; i < bytes.length; i++) {
         const b = /** @type {number} */ (bytes[i]);
@@ -241,7 +267,7 @@ export const streamDecoder = (encoding, fatal, ignoreBOM) => {
       }
       if (end && (leadByte >= 0 || leadSurrogate >= 0)) bad();
     }
-    if (end) bomSeen = ignoreBOM;
+    if (end) bomSeen = ignoreBOM || !utf;
     if (units.length > 0) out += ReflectApply(StringFromCharCode, undefined, units);
     return out;
   };
