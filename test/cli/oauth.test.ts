@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
@@ -7,6 +8,7 @@ import { createEngine, KeychainSecretStore, MemorySecretStore } from '../../src-
 import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { cli } from '../support/cli.ts';
 import { APP, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
+import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { callableProcess } from '../support/process.ts';
 import { tempDir } from '../support/tmp.ts';
 import { vendorServer } from '../support/vendor.ts';
@@ -98,6 +100,36 @@ describe('callable credentials connect', () => {
     expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected manual (scopes: read)\n' });
   });
 
+  it('--grant device prints the verification URL and user code, polls while the user approves elsewhere, and exits 0 connected', async () => {
+    const data = tempDir();
+    const child = spawn(CALLABLE_COMMAND.command, [
+      ...CALLABLE_COMMAND.args,
+      ...['credentials', 'connect', 'tv', '--issuer', op.issuer, '--client-id', APP.id, '--host', `127.0.0.1:${op.resource.port}`, '--grant', 'device', '--scope', 'openid read', '--data-dir', data],
+    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await until(() => /\n\S*user_code=/.test(stderr), 'the device code to be printed');
+    expect(stderr).toMatch(new RegExp(`^On any device, open ${op.issuer}/device and enter the code [A-Z-]+\n`));
+    const complete = stderr.split('\n')[1]!;
+    const page = await signIn(complete, 'lin');
+    expect(page.status).toBe(200);
+    expect(await exited, stderr).toBe(0);
+    expect(stdout).toBe('connected tv as lin (scopes: openid read)\n');
+  }, 40_000);
+
+  it('--grant device denied by the user exits 1 with the server\'s reason, and saves nothing', async () => {
+    const data = tempDir();
+    const child = deviceConnect(data, 'denied');
+    await until(() => /\n\S*user_code=/.test(child.stderr()), 'the device code to be printed');
+    await signIn(child.stderr().split('\n')[1]!, 'lin', { deny: true });
+    expect(await child.exited).toBe(1);
+    expect(child.stderr()).toMatch(/\ncallable credentials: the device was not authorized: access_denied: End-User aborted interaction\n$/);
+    expect((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout.trim()).toBe('[]');
+  }, 40_000);
+
   it('--no-browser opens nothing and --timeout bounds the wait: one line, exit 1, nothing saved', async () => {
     const data = tempDir();
     const browser = fakeBrowser();
@@ -155,6 +187,18 @@ describe('three processes on one data folder', () => {
     expect(op.tokenRequests.slice(before)).toEqual([expect.objectContaining({ grantType: 'client_credentials' })]);
   });
 });
+
+/** `callable credentials connect NAME --grant device` as its own process, its stderr readable as it comes. */
+function deviceConnect(data: string, name: string): { exited: Promise<number | null>; stderr: () => string } {
+  const child = spawn(
+    CALLABLE_COMMAND.command,
+    [...CALLABLE_COMMAND.args, 'credentials', 'connect', name, '--issuer', op.issuer, '--client-id', APP.id, '--host', `127.0.0.1:${op.resource.port}`, '--grant', 'device', '--data-dir', data],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return { exited: new Promise((resolve) => child.on('close', resolve)), stderr: () => stderr };
+}
 
 function installIdOf(data: string): string {
   const db = new Database(join(data, DATABASE_FILE), { readonly: true });

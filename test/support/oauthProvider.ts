@@ -100,15 +100,16 @@ async function introspect(issuer: string, token: string | undefined): Promise<{ 
 
 /**
  * Signs in through the provider's own login and consent pages as a browser would (cookies, forms,
- * redirects), starting at `authorizeUrl`, and stops at the first redirect to the loopback
- * callback, which it requests. Returns what the callback answered.
+ * redirects), starting at `authorizeUrl` (or a device verification URL), and stops at the first
+ * redirect to the loopback callback, which it requests, or at a page without a form. Returns what
+ * that answered.
  */
 /** Every bearer token the resource server was sent. */
 export function bearersSeen(resource: OAuthProvider['resource']): string[] {
   return [...new Set(resource.seen.map((r) => /^Bearer (.+)$/.exec(String(r.headers.authorization ?? ''))?.[1]).filter((t): t is string => t !== undefined))];
 }
 
-export async function signIn(authorizeUrl: string, login = 'ada'): Promise<{ status: number; text: string; callback: string }> {
+export async function signIn(authorizeUrl: string, login = 'ada', options: { deny?: boolean } = {}): Promise<{ status: number; text: string; callback: string }> {
   const cookies = new Map<string, string>();
   let url = authorizeUrl;
   let method = 'GET';
@@ -137,12 +138,20 @@ export async function signIn(authorizeUrl: string, login = 'ada'): Promise<{ sta
       continue;
     }
     const html = await response.text();
-    const form = /<form[^>]*action="([^"]+)"[^>]*method="post"[^>]*>([\s\S]*?)<\/form>/i.exec(html);
+    const found = /<form([^>]*method="post"[^>]*)>([\s\S]*?)<\/form>/i.exec(html);
+    const form = found && [found[0], /action="([^"]+)"/.exec(found[1]!)![1]!, found[2]!];
+    // The device flow ends on the provider's own page: success, or what it says after a refusal.
+    if ((!form && response.status === 200) || body?.has('abort')) return { status: response.status, text: html, callback: url };
     if (!form) throw new Error(`no form on ${url} (${response.status}): ${html.slice(0, 300)}`);
     const fields = new URLSearchParams();
     for (const input of form[2]!.matchAll(/<input[^>]*>/g)) {
       const name = /name="([^"]+)"/.exec(input[0])?.[1];
       if (!name) continue;
+      // The device confirmation page's "Cancel" posts abort instead of confirm.
+      if (name === 'confirm' && options.deny) {
+        fields.set('abort', 'yes');
+        continue;
+      }
       fields.set(name, name === 'login' ? login : name === 'password' ? 'any-password' : (/value="([^"]*)"/.exec(input[0])?.[1] ?? ''));
     }
     url = new URL(form[1]!.replace(/&amp;/g, '&'), url).href;
