@@ -70,6 +70,25 @@ describe('client credentials', () => {
     expect(op.resource.rejected).toBe(0);
   });
 
+  it('ctx.secret gives a placeholder the host swaps for a fresh access token, across refreshes', async () => {
+    await defineFunction(
+      engine,
+      { name: 'sdk_style', allowedHosts: [`127.0.0.1:${op.resource.port}`], credentials: ['machine'], timeoutMs: 20_000 },
+      `export default async (a, ctx) => {
+        const headers = { authorization: 'Bearer ' + ctx.secret('machine') };
+        const seen = [];
+        for (let i = 0; i < 4; i++) {
+          seen.push((await ctx.fetch('${op.resource.origin}/sdk/' + i, { headers })).status);
+          await new Promise((f) => setTimeout(f, 700));
+        }
+        return seen;
+      }`,
+    );
+    const before = op.tokenRequests.length;
+    expect(await engine.run('sdk_style', {}, { caller: 'test' })).toMatchObject({ ok: true, value: [200, 200, 200, 200] });
+    expect(op.tokenRequests.length).toBeGreaterThan(before);
+  });
+
   it('answers a 401 to a token the server dropped early with one refresh and one retry of the request', async () => {
     const slow = await oauthProvider({ accessTokenTtl: 300 });
     await engine.credentials.connect(
