@@ -37,6 +37,17 @@ beforeAll(async () => {
       files: { 'index.js': "const fs = require('fs');\nmodule.exports = () => require('./where.js') + ' ' + typeof fs;", 'where.js': "module.exports = 'node';", 'where-web.js': "module.exports = 'web';" },
     },
     { name: 'leans-on-stray', version: '1.0.0', files: { 'index.js': "module.exports = require('stray');" } },
+    ...['lazy-extra', 'eager-extra'].map((name) => ({
+      name,
+      version: '1.0.0',
+      manifest: { type: 'module', main: 'index.js', peerDependencies: { 'fancy-extra': '*' }, peerDependenciesMeta: { 'fancy-extra': { optional: true } } },
+      files: {
+        'index.js':
+          name === 'lazy-extra'
+            ? "export default async () => { try { await import('fancy-extra'); return 'with the extra'; } catch { return 'without the extra'; } };"
+            : "import { shine } from 'fancy-extra';\nexport default () => shine();",
+      },
+    })),
   ]);
   // No retries: the refusals below would otherwise wait out npm's back-off.
   engine = testEngine({ env: { ...process.env, npm_config_registry: registry.url, npm_config_fetch_retries: '0' } });
@@ -115,6 +126,14 @@ describe('packages beside a function', () => {
     await saveWith('sweeper', "import greet from 'greet';\nexport default () => greet('x');", { greet: '1.0.0' });
     expect([existsSync(old), existsSync(recent)]).toEqual([false, true]);
     rmSync(recent, { recursive: true });
+  });
+
+  it("leaves a package's guarded import() of an optional dependency that is not installed to fail when it runs, and refuses a static one", async () => {
+    await saveWith('lazy', "import extra from 'lazy-extra';\nexport default () => extra();", { 'lazy-extra': '1.0.0' });
+    expect(await engine.run('lazy', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'without the extra' });
+    await expect(saveWith('eager', "import extra from 'eager-extra';\nexport default () => extra();", { 'eager-extra': '1.0.0' })).rejects.toThrow(
+      /^eager-extra\/index\.js:1:23: "fancy-extra" is an optional dependency of eager-extra that it imports as it loads: add it with "callable add eager fancy-extra"$/,
+    );
   });
 
   it('refuses a bare import the function does not list, saying how to add it', async () => {

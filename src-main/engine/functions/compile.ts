@@ -2,7 +2,7 @@ import type { Message, Metafile, Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { isAbsolute, sep } from 'node:path';
 import { StudioError, type Language } from '../model/index.ts';
-import { builtinOf, builtinResolution, refuseBuiltins } from './packages/bundle.ts';
+import { builtinOf, builtinResolution, optionalDependencyOf, packageName, refuseBuiltins, shortName } from './packages/bundle.ts';
 import type { FunctionPackages, InstalledPackages } from './packages/install.ts';
 
 export interface CompiledFunction {
@@ -101,6 +101,11 @@ function functionImports(name: string, packages: InstalledPackages | undefined):
           return undefined;
         }
         const resolved = await build.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: INNER });
+        if (fromPackage && resolved.errors.length > 0 && (args.kind === 'dynamic-import' || optionalDependencyOf(args.importer, bare))) {
+          // An import() or require() of what is not installed fails only if it runs (packages guard them); a static import would fail at load.
+          if (args.kind === 'dynamic-import' || args.kind === 'require-call') return { path: args.path, external: true };
+          return { errors: [{ text: `"${bare}" is an optional dependency of ${packageName(args.importer)} that it imports as it loads: add it with "callable add ${name} ${bare}"` }] };
+        }
         const inside = (path: string): boolean => packages !== undefined && path.startsWith(packages.root + sep);
         if (fromPackage && builtinOf(args.path) !== undefined) {
           // Taken as the package's `browser` field maps it, or from an npm package of that name installed with it.
@@ -129,5 +134,8 @@ function compileError(sourcefile: string, errors: Message[] | undefined, cause: 
   }));
   const first = problems[0]!;
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
-  return new StudioError('compile_error', `${sourcefile}:${first.line}:${first.column}: ${first.message}${more}`, { problems });
+  // An error inside a package names the package's file, not the function's.
+  const file = errors[0]!.location?.file ?? '';
+  const where = file.includes('node_modules/') ? shortName(file) : sourcefile;
+  return new StudioError('compile_error', `${where}:${first.line}:${first.column}: ${first.message}${more}`, { problems });
 }

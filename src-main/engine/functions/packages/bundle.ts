@@ -1,6 +1,7 @@
 import type { Metafile, OnResolveResult } from 'esbuild';
 import { builtinModules } from 'node:module';
-import { basename } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, join, sep } from 'node:path';
 import { StudioError } from '../../model/index.ts';
 
 /**
@@ -67,6 +68,27 @@ function refusal(who: string, builtin: string, file: string, specifier: string, 
   );
 }
 
+/** Whether the package holding `file` declares `dependency` optional (an optional peer or optional dependency). */
+export function optionalDependencyOf(file: string, dependency: string): boolean {
+  const at = file.lastIndexOf(`node_modules${sep}`);
+  const pkg = packageOf(file.split(sep).join('/'));
+  if (at === -1 || pkg === undefined) return false;
+  try {
+    const manifest = JSON.parse(readFileSync(join(file.slice(0, at), 'node_modules', pkg, 'package.json'), 'utf8')) as {
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+      optionalDependencies?: Record<string, string>;
+    };
+    return manifest.peerDependenciesMeta?.[dependency]?.optional === true || dependency in (manifest.optionalDependencies ?? {});
+  } catch {
+    return false;
+  }
+}
+
+/** The npm package a file on disk belongs to, for messages. */
+export function packageName(file: string): string {
+  return packageOf(file.split(sep).join('/')) ?? basename(file);
+}
+
 /** The npm package a bundled file belongs to (the innermost node_modules entry). */
 function packageOf(file: string): string | undefined {
   const at = file.lastIndexOf('node_modules/');
@@ -76,7 +98,7 @@ function packageOf(file: string): string | undefined {
 }
 
 /** A file of the bundle as a reader knows it: `pkg/lib/a.js` rather than `node_modules/pkg/lib/a.js`. */
-function shortName(file: string): string {
+export function shortName(file: string): string {
   const at = file.lastIndexOf('node_modules/');
   return at === -1 ? basename(file) : file.slice(at + 'node_modules/'.length);
 }
