@@ -140,7 +140,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       onProgress: (update) => {
         if (!leak(JSON.stringify(update), 'a progress update')) options.onProgress?.(redactor.json(update));
       },
-      fetch: (request, signal) =>
+      fetch: (request, signal, stream) =>
         track(seen(request), options.fetch ? options.fetch(seen(request), signal) : guardedFetch(request, {
           redaction,
           allowedHosts: record.allowedHosts,
@@ -157,6 +157,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
           signal,
           trace: (entry) => trace.push(entry),
           placeholders,
+          stream,
         }).catch(redactedError)),
       ask: (request: AskRequest, askSignal: AbortSignal) => {
         const found = watch ? placeholders.find(JSON.stringify(request.payload)) : undefined;

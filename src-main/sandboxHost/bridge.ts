@@ -10,7 +10,7 @@ import type ivm from 'isolated-vm';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../engine/model/errors.ts';
 import type { LogEntry, LogLevel } from '../engine/model/index.ts';
 import { credentialNotListedMessage, fetchLimitMessage, logLimitMessage } from '../engine/model/toolResults.ts';
-import type { AskRequest, OutgoingRequest, ProgressUpdate, SandboxJob } from '../engine/sandbox/protocol.ts';
+import type { AskRequest, OutgoingRequest, ProgressUpdate, ResponseSink, SandboxJob } from '../engine/sandbox/protocol.ts';
 import { encodeMultipart, readParts } from './multipart.ts';
 import { SubtleKeys } from './subtle.ts';
 
@@ -128,6 +128,8 @@ export class EarlyBridge implements HostBinding {
 
 /** Why a fetch the guest aborted was closed (a reason of our own, like the run's: no DOMException per abort). */
 export const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
+/** What a streamed fetch settles with at its end: its head was the operation's answer. */
+const STREAMED = Symbol('streamed');
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
 /** Errors from a question (ctx.elicit, ctx.sample) that end the whole run. */
@@ -138,6 +140,17 @@ const MAX_ASK_JSON_CHARS = 256 * 1024;
 const LOG_LEVELS = new Set<LogLevel>(['debug', 'info', 'warn', 'error']);
 /** The largest request body a guest may send: what the engine's channel carries with room to spare (the largest response body allowed). */
 export const MAX_REQUEST_BODY_BYTES = 50 * 1024 * 1024;
+
+/**
+ * A streamed response body waiting for the guest: the chunks not yet read, how it ended, and the
+ * `fetchRead` waiting for the next chunk. Its size is bounded by the response limit, which the engine
+ * enforces as the body flows (a body over it ends the run).
+ */
+interface BodyQueue {
+  chunks: Uint8Array[];
+  end?: { ok: true } | { ok: false; error: { code: string; message: string } };
+  reader?: number;
+}
 
 /** What a run lends its bridge: its clock, its end, and how it fails. */
 export interface RunControl {
@@ -169,6 +182,8 @@ export class RunBridge implements HostBinding {
   readonly #subtle = new SubtleKeys();
   /** The fetches in flight, by operation id: the guest aborts one with `fetchAbort` (its AbortSignal). */
   readonly #fetching = new Map<number, AbortController>();
+  /** Streamed response bodies, by their fetch's operation id: the guest reads each with `fetchRead`. */
+  readonly #bodies = new Map<number, BodyQueue>();
   #logBytes = 0;
   #fetches = 0;
   #nextOp = 1;
@@ -189,6 +204,7 @@ export class RunBridge implements HostBinding {
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     this.#subtle.close();
+    this.#bodies.clear();
   }
 
   readonly sync = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown): HostAnswer => {
@@ -204,6 +220,7 @@ export class RunBridge implements HostBinding {
         case 'fetchAbort':
           // Closes the vendor connection of fetch `a` (the guest has already rejected its promise).
           this.#fetching.get(a as number)?.abort(FETCH_ABORTED);
+          this.#bodies.delete(a as number);
           return { ok: true };
         default:
           return pureHostOp(op, a, b, c, d);
@@ -223,6 +240,7 @@ export class RunBridge implements HostBinding {
         return { ok: true, value: id };
       }
       if (op === 'fetch') return this.#fetch(id, payload);
+      if (op === 'fetchRead') return this.#fetchRead(id, payload);
       if (op === 'elicit' || op === 'sample') return this.#ask(id, op, payload);
       return refusal('unknown host operation');
     } catch {
@@ -285,14 +303,68 @@ export class RunBridge implements HostBinding {
     if (typeof request === 'string') return refusal(`ctx.fetch: ${request}`, 'bad_input');
     const controller = new AbortController();
     this.#fetching.set(id, controller);
-    const work = this.#job.fetch(request, AbortSignal.any([this.#run.signal, controller.signal]));
+    // A fetch that asks to stream is settled with the response's head ({ stream: true }, no body) when the engine streams it.
+    let body: BodyQueue | undefined;
+    const sink: ResponseSink | undefined =
+      (payload as { stream?: unknown }).stream === true
+        ? {
+            head: (head) => {
+              body = { chunks: [] };
+              this.#bodies.set(id, body);
+              this.#settle(id, true, { ...head, stream: true });
+            },
+            chunk: (bytes) => {
+              if (body === undefined || body.end) return;
+              body.chunks.push(bytes);
+              this.#pump(id, body);
+            },
+          }
+        : undefined;
+    const work = this.#job.fetch(request, AbortSignal.any([this.#run.signal, controller.signal]), sink);
     void work.finally(() => this.#fetching.delete(id)).catch(() => {});
     this.#deliver(
       id,
-      work.then((response) => ({ ...response })),
+      work.then((response) => {
+        if (body === undefined) return { ...response };
+        body.end = { ok: true };
+        this.#pump(id, body);
+        return STREAMED;
+      }),
       RUN_ENDING_CODES,
+      (error) => {
+        if (body === undefined) return false;
+        body.end = { ok: false, error };
+        this.#pump(id, body);
+        return true;
+      },
     );
     return { ok: true, value: id };
+  }
+
+  /** The guest's read of streamed body `payload` (a fetch's id): settled with its next bytes, null at its end, or its error. */
+  #fetchRead(id: number, payload: unknown): HostAnswer {
+    const body = typeof payload === 'number' ? this.#bodies.get(payload) : undefined;
+    if (body === undefined) return refusal('fetchRead: no such response body');
+    if (body.reader !== undefined) return refusal('fetchRead: a read of this body is already waiting');
+    body.reader = id;
+    this.#pump(payload as number, body);
+    return { ok: true, value: id };
+  }
+
+  /** Gives a waiting read what the body has: every chunk queued, as one, else its end. */
+  #pump(fetchId: number, body: BodyQueue): void {
+    const reader = body.reader;
+    if (reader === undefined || this.#bodies.get(fetchId) !== body) return;
+    if (body.chunks.length > 0) {
+      const bytes = body.chunks.length === 1 ? new Uint8Array(body.chunks[0]!) : new Uint8Array(Buffer.concat(body.chunks));
+      body.chunks = [];
+      body.reader = undefined;
+      this.#settle(reader, true, bytes);
+    } else if (body.end) {
+      body.reader = undefined;
+      this.#bodies.delete(fetchId);
+      this.#settle(reader, body.end.ok, body.end.ok ? null : body.end.error);
+    }
   }
 
   /** ctx.elicit / ctx.sample: the payload crosses as JSON text, is bounded here and checked again by the engine. */
@@ -305,15 +377,21 @@ export class RunBridge implements HostBinding {
     return { ok: true, value: id };
   }
 
-  /** Settles operation `id` in the isolate with what `work` gives, or its error; an error with one of `ending` codes ends the whole run instead. */
-  #deliver(id: number, work: Promise<unknown>, ending: ReadonlySet<ErrorCode>): void {
+  /**
+   * Settles operation `id` in the isolate with what `work` gives, or its error; an error with one of
+   * `ending` codes ends the whole run instead. `elsewhere` may take an error for somewhere else (a
+   * streamed body): true when it did. A value of STREAMED was delivered already.
+   */
+  #deliver(id: number, work: Promise<unknown>, ending: ReadonlySet<ErrorCode>, elsewhere?: (error: { code: string; message: string }) => boolean): void {
     work
       .then(
-        (value) => this.#settle(id, true, value),
+        (value) => {
+          if (value !== STREAMED) this.#settle(id, true, value);
+        },
         (error: unknown) => {
           const info = toErrorInfo(error);
           if (ending.has(info.code)) this.#run.fail(info.code, info.message, info.details);
-          else this.#settle(id, false, { code: info.code, message: info.message });
+          else if (!elsewhere?.({ code: info.code, message: info.message })) this.#settle(id, false, { code: info.code, message: info.message });
         },
       )
       .catch(() => {});

@@ -7,7 +7,7 @@
 import module from 'node:module';
 import { Socket } from 'node:net';
 import { ERROR_CODES, StudioError, type ErrorCode } from '../engine/model/errors.ts';
-import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse } from '../engine/sandbox/protocol.ts';
+import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse, type ResponseHead, type ResponseSink } from '../engine/sandbox/protocol.ts';
 import { FETCH_ABORTED } from './bridge.ts';
 import { SandboxExecutor } from './executor.ts';
 
@@ -32,7 +32,13 @@ const executor = new SandboxExecutor({ onDiagnostic: (message) => process.stderr
 const modules = new Map<string, { hash: string; code: string }>();
 const runs = new Map<
   string,
-  { abort: AbortController; fetches: Map<number, Waiter<IncomingResponse>>; asks: Map<number, Waiter<unknown>> }
+  {
+    abort: AbortController;
+    fetches: Map<number, Waiter<IncomingResponse>>;
+    /** The fetches that stream, by op: where their head and chunks go, and the head once it came. */
+    sinks: Map<number, { sink: ResponseSink; head?: ResponseHead }>;
+    asks: Map<number, Waiter<unknown>>;
+  }
 >();
 let nextOp = 1;
 
@@ -69,8 +75,30 @@ function handle(message: EngineMessage): void {
       runs.get(message.runId)?.abort.abort();
       return;
     case 'fetched':
+      runs.get(message.runId)?.sinks.delete(message.op);
       runs.get(message.runId)?.fetches.get(message.op)?.resolve(message.response);
       return;
+    case 'fetchHead': {
+      const streaming = runs.get(message.runId)?.sinks.get(message.op);
+      if (streaming && !streaming.head) {
+        streaming.head = message.head;
+        streaming.sink.head(message.head);
+      }
+      return;
+    }
+    case 'fetchChunk': {
+      const streaming = runs.get(message.runId)?.sinks.get(message.op);
+      if (streaming?.head) streaming.sink.chunk(message.chunk);
+      return;
+    }
+    case 'fetchEnd': {
+      const run = runs.get(message.runId);
+      const head = run?.sinks.get(message.op)?.head;
+      run?.sinks.delete(message.op);
+      // The body went out in chunks: the settled response carries none.
+      if (head) run?.fetches.get(message.op)?.resolve({ ...head, body: new Uint8Array(0) });
+      return;
+    }
     case 'answer': {
       const waiting = runs.get(message.runId)?.asks.get(message.op);
       if (message.ok) waiting?.resolve(message.value);
@@ -79,6 +107,7 @@ function handle(message: EngineMessage): void {
     }
     case 'fetchFailed': {
       const { code, message: text, details } = message.error;
+      runs.get(message.runId)?.sinks.delete(message.op);
       runs.get(message.runId)?.fetches.get(message.op)?.reject(new StudioError(knownCode(code), text, details));
       return;
     }
@@ -101,6 +130,7 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
   const state = {
     abort: new AbortController(),
     fetches: new Map<number, Waiter<IncomingResponse>>(),
+    sinks: new Map<number, { sink: ResponseSink; head?: ResponseHead }>(),
     asks: new Map<number, Waiter<unknown>>(),
   };
   runs.set(runId, state);
@@ -118,11 +148,14 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
       onProgress: (update) => send({ t: 'progress', runId, ...update }),
       // The engine performs the request (policy, credentials, trace) and answers with the response.
       // A fetch the function aborts is closed by the engine now (one in flight when the run ends, when the run is over).
-      fetch: (request, signal) =>
+      fetch: (request, signal, stream) =>
         answerOf(
           state.fetches,
           signal,
-          (op) => send({ t: 'fetch', runId, op, request }),
+          (op) => {
+            if (stream) state.sinks.set(op, { sink: stream });
+            send({ t: 'fetch', runId, op, request, ...(stream ? { stream: true } : {}) });
+          },
           (op) => {
             if (signal.reason === FETCH_ABORTED) send({ t: 'fetchAbort', runId, op });
           },

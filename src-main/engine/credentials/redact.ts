@@ -148,6 +148,8 @@ export class StreamRedaction {
       return at < 0 ? [-1, 0] : [where[at]!, where[at + bytes.length - 1]! + 1];
     };
     const next = this.#needles.map((_, i) => find(i, 0));
+    // Held back: only a tail that could be the start of a secret (so a short event of a stream is not kept waiting for the next).
+    const held = final ? buf.length : this.#heldFrom(buf);
     for (;;) {
       // The leftmost occurrence; of two at the same place, the longer.
       let best = -1;
@@ -156,16 +158,35 @@ export class StreamRedaction {
         if (at >= 0 && (best < 0 || at < next[best]![0] || (at === next[best]![0] && end > next[best]![1]))) best = i;
       }
       // A match this near the end may be the inside of a longer secret the next chunk completes.
-      if (best < 0 || (!final && next[best]![0] >= buf.length - this.#hold)) break;
+      if (best < 0 || (!final && next[best]![0] >= held)) break;
       const [at, end] = next[best]!;
       this.replaced = true;
       out.push(buf.subarray(pos, at), this.#needles[best]!.label);
       pos = end;
       for (let i = 0; i < next.length; i++) if (next[i]![0] >= 0 && next[i]![0] < pos) next[i] = find(i, pos);
     }
-    const safe = final ? buf.length : Math.max(pos, buf.length - this.#hold);
+    const safe = final ? buf.length : Math.max(pos, held);
     out.push(buf.subarray(pos, safe));
     this.#carry = Buffer.from(buf.subarray(safe));
     return Buffer.concat(out);
+  }
+
+  /** Where the first tail of `buf` starts that a secret (or one wrapped across lines) could begin with and the next chunk complete; buf.length when none. */
+  #heldFrom(buf: Buffer): number {
+    for (let i = Math.max(0, buf.length - this.#hold); i < buf.length; i++) {
+      for (const { bytes, wraps } of this.#needles) if (bytes[0] === buf[i] && this.#tailMatches(buf, i, bytes, wraps)) return i;
+    }
+    return buf.length;
+  }
+
+  /** Whether buf[from..] (without line breaks when `wraps`) is a prefix of `needle` that the next chunk may complete. */
+  #tailMatches(buf: Buffer, from: number, needle: Buffer, wraps: boolean): boolean {
+    let k = 0;
+    for (let j = from; j < buf.length; j++) {
+      if (wraps && (buf[j] === 10 || buf[j] === 13)) continue;
+      if (k >= needle.length || buf[j] !== needle[k]) return false;
+      k++;
+    }
+    return k < needle.length;
   }
 }

@@ -7,6 +7,7 @@ import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import { hopPlan, placeholderRefusal, requestProblem, swapQuery, urlProblem, type RunPlaceholders } from '../credentials/placeholders.ts';
 import type { Redactor } from '../credentials/redact.ts';
+import type { ResponseSink } from '../sandbox/protocol.ts';
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
 import { notAllowedHostReason } from '../model/toolResults.ts';
 import { classifyAddress, isIpLiteral, unbracket } from './addresses.ts';
@@ -49,6 +50,8 @@ export interface FetchPolicy {
    * refused anywhere else before anything is sent.
    */
   placeholders?: RunPlaceholders | undefined;
+  /** Given the final response as it arrives (its head, then its body redacted chunk by chunk, within the limit). */
+  stream?: ResponseSink | undefined;
 }
 
 /** What a refused placeholder did not get to do. */
@@ -140,7 +143,10 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     };
     let response: RawResponse;
     try {
-      response = await send(outUrl, currentMethod, outHeaders, body, address, policy);
+      // Only a response that is the last hop streams: a redirect to follow or a 401 that may be retried is read whole.
+      const last = (status: number, location: boolean) => status !== 401 && !(REDIRECT_STATUSES.has(status) && location && request.redirect !== 'manual');
+      const streamTo = policy.stream && { to: policy.stream, last, url: target.display, redirected: hop > 0 };
+      response = await send(outUrl, currentMethod, outHeaders, body, address, policy, streamTo);
     } catch (error) {
       entry.ms = round(performance.now() - started);
       if (error instanceof StudioError) {
@@ -337,6 +343,7 @@ function send(
   body: Uint8Array | undefined,
   pinned: { address: string; family: 4 | 6 },
   policy: FetchPolicy,
+  streamTo?: { to: ResponseSink; last: (status: number, location: boolean) => boolean; url: string; redirected: boolean },
 ): Promise<RawResponse> {
   // The socket connects to the address that was checked, whatever DNS says now (no rebinding).
   const lookup: LookupFunction = (_hostname, options, callback) => {
@@ -402,20 +409,8 @@ function send(
         stream = stream.pipe(decoder);
       }
       const redact = redactor?.active ? redactor.stream() : undefined;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.byteLength;
-        if (size > policy.maxResponseBytes) {
-          overLimit();
-          return;
-        }
-        chunks.push(redact ? redact.push(chunk) : chunk);
-      });
-      res.on('error', reject);
-      stream.on('end', () => {
-        if (redact) chunks.push(redact.end());
-        const shown = (text: string) => (redact ? redactor!.text(text) : text);
+      const shown = (text: string) => (redact ? redactor!.text(text) : text);
+      const headersOut = (lengthChanged: boolean): Array<[string, string]> => {
         const out: Array<[string, string]> = [];
         for (let i = 0; i < res.rawHeaders.length; i += 2) {
           const raw = res.rawHeaders[i]!;
@@ -423,10 +418,35 @@ function send(
           // A header name cannot hold [redacted:NAME] (it is not a token): a header named with a secret is left out.
           if (shown(raw) !== raw || shown(name) !== name) continue;
           if (decoders.length > 0 && name === 'content-encoding') continue;
-          if ((decoders.length > 0 || redact?.replaced) && name === 'content-length') continue;
+          if ((decoders.length > 0 || lengthChanged) && name === 'content-length') continue;
           out.push([name, shown(res.rawHeaders[i + 1]!)]);
         }
-        resolve({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: out, body: new Uint8Array(Buffer.concat(chunks)), bytesIn: size, redactor });
+        return out;
+      };
+      // Streamed, the head goes before redaction knows whether the length changes: it has no Content-Length when there are secrets to look for.
+      const sink = streamTo?.last(res.statusCode ?? 0, res.headers.location !== undefined) ? streamTo.to : undefined;
+      if (sink && streamTo) {
+        const url = redactor ? redactor.text(streamTo.url) : streamTo.url;
+        sink.head({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact !== undefined), url, redirected: streamTo.redirected });
+      }
+      const chunks: Buffer[] = [];
+      const keep = (chunk: Buffer) => {
+        chunks.push(chunk);
+        if (sink && chunk.byteLength > 0) sink.chunk(new Uint8Array(chunk));
+      };
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.byteLength;
+        if (size > policy.maxResponseBytes) {
+          overLimit();
+          return;
+        }
+        keep(redact ? redact.push(chunk) : chunk);
+      });
+      res.on('error', reject);
+      stream.on('end', () => {
+        if (redact) keep(redact.end());
+        resolve({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact?.replaced === true), body: new Uint8Array(Buffer.concat(chunks)), bytesIn: size, redactor });
       });
     };
     if (body !== undefined) req.end(body);

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
 import { compileCacheEnv } from '../nodeChild.ts';
 import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
-import type { SandboxJob, SandboxOutcome } from './protocol.ts';
+import type { ResponseSink, SandboxJob, SandboxOutcome } from './protocol.ts';
 
 const HOST_ENTRY = fileURLToPath(new URL('../../sandboxHost/main.ts', import.meta.url));
 /** A run still going this long after its deadline is stuck where the deadline cannot reach it. */
@@ -252,10 +252,25 @@ export class HostProcess {
     if (!run) return;
     const controller = new AbortController();
     run.fetches.set(message.op, controller);
-    run.job.fetch(message.request, controller.signal).then(
+    const { runId, op } = message;
+    const current = () => this.#runs.get(runId) === run;
+    // Streamed: the head and each chunk go to the host as they arrive; the settled response is then only the end.
+    let streamed = false;
+    const sink: ResponseSink | undefined = message.stream
+      ? {
+          head: (head) => {
+            streamed = true;
+            if (current()) this.#send({ t: 'fetchHead', runId, op, head });
+          },
+          chunk: (chunk) => {
+            if (current()) this.#send({ t: 'fetchChunk', runId, op, chunk });
+          },
+        }
+      : undefined;
+    run.job.fetch(message.request, controller.signal, sink).then(
       (response) => {
         run.fetches.delete(message.op);
-        if (this.#runs.get(message.runId) === run) this.#send({ t: 'fetched', runId: message.runId, op: message.op, response });
+        if (current()) this.#send(streamed ? { t: 'fetchEnd', runId, op } : { t: 'fetched', runId, op, response });
       },
       (error: unknown) => {
         run.fetches.delete(message.op);

@@ -9,7 +9,7 @@ import type { ContentItem, EffectiveLimits, ErrorInfo, IncomingResponse, LogEntr
 export type { IncomingResponse, OutgoingRequest };
 
 /** Bumped on any incompatible change; a host of another version is refused at `ready`. */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /** The largest response body (50 MiB) or result (16 MiB) plus room for the envelope. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -77,7 +77,21 @@ const OutgoingRequestCheck = object({
   redirect: oneOf('follow', 'manual', 'error'),
 });
 
-const IncomingResponseCheck = object({ status: num, statusText: str(1000), headers: HeaderPairs, url: str(16_384), redirected: bool, body: bytes });
+const ResponseHeadFields = { status: num, statusText: str(1000), headers: HeaderPairs, url: str(16_384), redirected: bool };
+const IncomingResponseCheck = object({ ...ResponseHeadFields, body: bytes });
+
+/** A response before its body: what a streamed fetch gives the function first. */
+export type ResponseHead = Omit<IncomingResponse, 'body'>;
+
+/**
+ * Where a fetch that streams delivers its final response as it arrives: the head once, then the
+ * body's chunks (already redacted). The fetch's promise still settles with the whole response (for
+ * the recording and trace) once the body has ended, or with its error.
+ */
+export interface ResponseSink {
+  head(head: ResponseHead): void;
+  chunk(bytes: Uint8Array): void;
+}
 
 /** A function's module compiled for the sandbox: a classic script whose completion value is its exports. */
 export interface CompiledModule {
@@ -127,8 +141,8 @@ export interface SandboxJob {
   onProgress?: ((update: ProgressUpdate) => void) | undefined;
   /** Report the isolate's heap use after the run (costs a wait for the isolate; the console wants it). */
   measureHeap?: boolean | undefined;
-  /** The guarded fetch, already bound to this function's policy. Aborted when the run ends. */
-  fetch: (request: OutgoingRequest, signal: AbortSignal) => Promise<IncomingResponse>;
+  /** The guarded fetch, already bound to this function's policy. Aborted when the run ends. `stream` (when given) may receive the response as it arrives. */
+  fetch: (request: OutgoingRequest, signal: AbortSignal, stream?: ResponseSink) => Promise<IncomingResponse>;
   /** ctx.secret's answers, minted by the engine for this run only. */
   secrets?: readonly SecretEntry[] | undefined;
   /** Answers ctx.elicit and ctx.sample (absent: refused). Aborted when the run ends; the run's deadline covers the wait. */
@@ -159,6 +173,9 @@ export const EngineMessageCheck = union({
   cancel: { runId: Id },
   fetched: { runId: Id, op: num, response: IncomingResponseCheck },
   fetchFailed: { runId: Id, op: num, error: ErrorShape },
+  fetchHead: { runId: Id, op: num, head: object(ResponseHeadFields) },
+  fetchChunk: { runId: Id, op: num, chunk: bytes },
+  fetchEnd: { runId: Id, op: num },
   answer: { runId: Id, op: num, ok: bool, value: unknownValue, error: optional(ErrorShape) },
 });
 
@@ -169,6 +186,10 @@ export type EngineMessage =
   | { t: 'cancel'; runId: string }
   | { t: 'fetched'; runId: string; op: number; response: IncomingResponse }
   | { t: 'fetchFailed'; runId: string; op: number; error: ErrorInfo | { code: string; message: string; details?: Record<string, unknown> } }
+  /** A streamed response (the fetch asked for `stream`): its head, its chunks, its end; an error after the head is a `fetchFailed`. */
+  | { t: 'fetchHead'; runId: string; op: number; head: ResponseHead }
+  | { t: 'fetchChunk'; runId: string; op: number; chunk: Uint8Array }
+  | { t: 'fetchEnd'; runId: string; op: number }
   /** The answer to an `ask`: a value, or the error the function's promise rejects with. */
   | { t: 'answer'; runId: string; op: number; ok: boolean; value: unknown; error?: ErrorInfo | undefined };
 
@@ -185,7 +206,8 @@ export const HostMessageCheck = union({
   ready: { version: num, pid: num },
   log: { runId: Id, level: Level, message: str(MAX_FRAME_BYTES), at: num },
   progress: { runId: Id, progress: num, total: optional(num), message: optional(str(1000)) },
-  fetch: { runId: Id, op: num, request: OutgoingRequestCheck },
+  /** `stream`: answer with fetchHead, fetchChunk… and fetchEnd when the response can be streamed. */
+  fetch: { runId: Id, op: num, request: OutgoingRequestCheck, stream: optional(bool) },
   /** The function aborted fetch `op` (its AbortSignal): the engine closes the vendor connection. */
   fetchAbort: { runId: Id, op: num },
   /** ctx.elicit / ctx.sample: the payload is bounded by the frame and checked again by the engine. */
@@ -202,7 +224,7 @@ export type HostMessage =
   | { t: 'ready'; version: number; pid: number }
   | ({ t: 'log'; runId: string } & LogEntry)
   | { t: 'progress'; runId: string; progress: number; total?: number | undefined; message?: string | undefined }
-  | { t: 'fetch'; runId: string; op: number; request: OutgoingRequest }
+  | { t: 'fetch'; runId: string; op: number; request: OutgoingRequest; stream?: boolean }
   | { t: 'fetchAbort'; runId: string; op: number }
   | ({ t: 'ask'; runId: string; op: number } & AskRequest)
   | { t: 'done'; runId: string; outcome: SandboxOutcome }

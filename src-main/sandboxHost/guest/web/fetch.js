@@ -5,7 +5,8 @@
 //
 // Where a server differs from a browser (as in workerd): there is no cookie jar and no HTTP cache;
 // redirect: 'manual' gives the 3xx response itself (status and Location readable), not an opaque
-// one; a response's body has arrived in full when fetch() resolves and is read from memory.
+// one; a response's body streams from the host as the function reads it (each read asks the host
+// for what has arrived), except with `integrity`, whose body is checked in full before fetch() resolves.
 import {
   ObjectCreate,
   ObjectDefineProperty,
@@ -663,7 +664,53 @@ const matchesIntegrity = (bytes, integrity) => {
   });
 };
 
-/** @typedef {{ status: number, statusText: string, url: string, redirected: boolean, headers: [string, string][], body: Uint8Array }} RawResponse */
+const BODY_CHUNK = 64 * 1024;
+/** `stream`: the host streams the body (read with `fetchRead`), `body` is absent. @typedef {{ status: number, statusText: string, url: string, redirected: boolean, headers: [string, string][], body: Uint8Array, stream?: true }} RawResponse */
+
+/**
+ * The body of a response the host streams: each read asks the host for the bytes that have arrived
+ * since (nothing is read ahead of the function); cancelling it closes the vendor connection.
+ * @param {number} id the fetch's operation id @param {Body} body
+ */
+const hostBodyStream = (id, body) =>
+  new (streams().ReadableStream)(
+    {
+      type: 'bytes',
+      /** @param {any} controller */
+      start(controller) {
+        body.controller = controller;
+      },
+      /** @param {any} controller */
+      pull(controller) {
+        return call(
+          PromiseThen,
+          start('fetchRead', id),
+          /** @param {Uint8Array | null} bytes */ (bytes) => {
+            if (bytes === null) {
+              controller.close();
+              // A BYOB reader waiting for bytes is answered with none.
+              const request = controller.byobRequest;
+              if (request) request.respond(0);
+              return;
+            }
+            // In chunks of at most 64 KiB, as a body read from memory is.
+            for (let at = 0; at < bytes.length; at += BODY_CHUNK) controller.enqueue(copyRange(bytes, at, at + BODY_CHUNK < bytes.length ? at + BODY_CHUNK : bytes.length));
+          },
+          /** @param {unknown} error */ (error) => {
+            throw networkError(error);
+          },
+        );
+      },
+      cancel() {
+        try {
+          sync('fetchAbort', id);
+        } catch {
+          // The run is over: its requests are closed with it.
+        }
+      },
+    },
+    { highWaterMark: 0 },
+  );
 
 /** The host's failure as fetch gives it: a TypeError (a network error), with the host's message and code. @param {any} error */
 const networkError = (error) => {
@@ -722,6 +769,8 @@ const fetchFn = (input, init = undefined) => {
         request.headers = headerList(s.headers);
         if (body !== undefined) request.body = body;
         request.redirect = s.redirect;
+        // A body checked against `integrity` is needed whole before the response is given: not streamed.
+        if (s.integrity === '') request.stream = true;
         call(
           PromiseThen,
           start('fetch', request, /** @param {number} opId */ (opId) => {
@@ -732,6 +781,9 @@ const fetchFn = (input, init = undefined) => {
             const empty = method === 'HEAD' || among(NULL_BODY_STATUSES, raw.status);
             const headers = new Headers(raw.headers);
             freezeHeaders(headers);
+            /** @type {Body} */
+            const responseBody = { bytes: raw.stream === true ? null : raw.body, stream: null, used: false };
+            if (raw.stream === true && !empty && id !== undefined) responseBody.stream = hostBodyStream(id, responseBody);
             const response = makeResponse({
               type: 'basic',
               url: raw.url,
@@ -739,7 +791,7 @@ const fetchFn = (input, init = undefined) => {
               status: raw.status,
               statusText: raw.statusText,
               headers,
-              body: empty ? null : { bytes: raw.body, stream: null, used: false },
+              body: empty ? null : responseBody,
             });
             // Aborted after the response arrived, a body not yet read in full errors with the signal's reason, as if it were still arriving.
             const received = responseState(response).body;
@@ -748,6 +800,14 @@ const fetchFn = (input, init = undefined) => {
                 // Read already, or nothing to read (an empty body's stream closes before it could error).
                 if ((received.stream === null && received.used) || (received.bytes !== null && received.bytes.length === 0)) return;
                 received.aborted = { reason: signalReason(signal) };
+                if (raw.stream === true && id !== undefined) {
+                  try {
+                    // Closes the vendor connection of a body still arriving.
+                    sync('fetchAbort', id);
+                  } catch {
+                    // The run is over.
+                  }
+                }
                 try {
                   if (received.controller !== undefined) received.controller.error(signalReason(signal));
                 } catch {
