@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, KeychainSecretStore, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { cli } from '../support/cli.ts';
-import { APP, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
+import { APP, CONFIDENTIAL, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { callableProcess } from '../support/process.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -87,6 +87,25 @@ describe('callable credentials connect', () => {
     expect(await op.provider.RefreshToken.find(refresh!)).toBeUndefined();
   });
 
+  it('--client-secret-stdin gives a confidential client its secret for the code grant; a wrong one is refused by the server, exit 1, nothing saved', async () => {
+    const data = tempDir();
+    for (const [secret, name] of [['wrong-secret', 'bad'], [CONFIDENTIAL.secret, 'good']] as const) {
+      const browser = fakeBrowser();
+      const run = cli(
+        ['credentials', 'connect', name, '--issuer', op.issuer, '--client-id', CONFIDENTIAL.id, '--host', `127.0.0.1:${op.resource.port}`, '--client-secret-stdin', '--scope', 'read', '--data-dir', data],
+        { env: browser.env, stdin: secret },
+      );
+      await until(() => existsSync(browser.opened) && readFileSync(browser.opened, 'utf8').length > 0, 'the browser to be opened');
+      await signIn(readFileSync(browser.opened, 'utf8'), 'kim');
+      const done = await run;
+      if (name === 'bad') {
+        expect(done.code).toBe(1);
+        expect(done.stderr).toMatch(/\ncallable credentials: invalid_client: client authentication failed \(from http:\/\/127\.0\.0\.1:\d+\/token\)\n$/);
+      } else expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected good (scopes: read)\n' });
+    }
+    expect((JSON.parse((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout) as Array<{ name: string }>).map((c) => c.name)).toEqual(['good']);
+  });
+
   it('--authorize-url and --token-url work without discovery', async () => {
     const data = tempDir();
     const browser = fakeBrowser();
@@ -155,6 +174,12 @@ describe('callable credentials connect', () => {
     const plainHttp = await cli(['credentials', 'connect', 'x', '--issuer', 'http://auth.example', '--client-id', 'c', '--host', 'a.example', '--grant', 'client_credentials', '--data-dir', data], { stdin: 's' });
     expect(plainHttp).toMatchObject({ code: 2 });
     expect(plainHttp.stderr).toContain('--issuer must be an https:// URL (http:// only for 127.0.0.1, [::1] or localhost)');
+    const envMode = await cli(['credentials', 'connect', 'x', '--issuer', op.issuer, '--client-id', MACHINE.id, '--host', 'a.example', '--grant', 'client_credentials', '--data-dir', data], {
+      stdin: MACHINE.secret,
+      env: { ...process.env, CALLABLE_SECRETS: 'env' },
+    });
+    expect(envMode).toMatchObject({ code: 2 });
+    expect(envMode.stderr).toContain('OAuth credentials keep refreshed tokens in the OS keychain, and CALLABLE_SECRETS=env stores no secrets; connect without it');
   });
 });
 

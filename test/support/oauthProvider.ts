@@ -7,6 +7,8 @@ import { vendorServer, type SeenRequest } from './vendor.ts';
 export const MACHINE = { id: 'machine', secret: 'machine-secret-0123456789' };
 /** A public native client: code with PKCE through a loopback redirect, refresh, device. */
 export const APP = { id: 'desktop-app' };
+/** The same grants for a confidential client, which authenticates with its secret. */
+export const CONFIDENTIAL = { id: 'confidential-app', secret: 'confidential-secret-0123456789' };
 const RESOURCE = { id: 'resource', secret: 'resource-secret-0123456789' };
 
 export interface OAuthProvider {
@@ -36,6 +38,14 @@ export async function oauthProvider(options: { accessTokenTtl?: number } = {}): 
         application_type: 'native',
         token_endpoint_auth_method: 'none',
         grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
+        redirect_uris: ['http://127.0.0.1/callback'],
+        response_types: ['code'],
+      },
+      {
+        client_id: CONFIDENTIAL.id,
+        client_secret: CONFIDENTIAL.secret,
+        application_type: 'native',
+        grant_types: ['authorization_code', 'refresh_token'],
         redirect_uris: ['http://127.0.0.1/callback'],
         response_types: ['code'],
       },

@@ -405,6 +405,13 @@ async function tokenCall<T>(config: OAuthConfig, call: () => Promise<T>): Promis
     if (error instanceof oauth.ResponseBodyError) {
       throw new StudioError('credential_refused', `${error.error}${error.error_description ? `: ${error.error_description}` : ''} (from ${config.tokenEndpoint})`);
     }
+    if (error instanceof oauth.WWWAuthenticateChallengeError) {
+      // A 401 (the client's authentication failed): its body says why, as a token error does.
+      const body = (await error.response.json().catch(() => ({}))) as { error?: unknown; error_description?: unknown };
+      const code = typeof body.error === 'string' ? body.error : (error.cause[0]?.parameters.error ?? `HTTP ${error.status}`);
+      const description = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
+      throw new StudioError('credential_refused', `${code}${description} (from ${config.tokenEndpoint})`);
+    }
     if (error instanceof StudioError) throw error;
     throw new StudioError('fetch_failed', `the token request to ${config.tokenEndpoint} failed: ${describe(error)}`);
   }
