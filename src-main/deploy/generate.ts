@@ -100,7 +100,8 @@ function notDeployable(record: FunctionRecord): string | undefined {
 export async function writeDeployment(engine: Engine, options: DeployOptions): Promise<Deployment> {
   const skipped: Deployment['skipped'] = [];
   const records = servedFunctions(engine, options.profile).filter((record) => {
-    const reason = notDeployable(record);
+    const oauth = record.credentials.find((name) => engine.credentials.oauth.isOAuth(name));
+    const reason = notDeployable(record) ?? (oauth === undefined ? undefined : `it uses OAuth credential "${oauth}", whose refreshed tokens a deployed gateway does not carry yet`);
     if (reason !== undefined) skipped.push({ function: record.name, reason });
     return reason === undefined;
   });

@@ -59,6 +59,17 @@ describe('callable credentials connect', () => {
     expect(text.stdout).toContain(`machine  ${host}  oauth ${op.issuer}  connected as machine  scopes: read  expires `);
   });
 
+  it('callable deploy leaves out a function that uses an OAuth credential, saying why', async () => {
+    const data = tempDir();
+    const host = `127.0.0.1:${op.resource.port}`;
+    const connected = await cli(['credentials', 'connect', 'machine', '--issuer', op.issuer, '--client-id', MACHINE.id, '--host', host, '--grant', 'client_credentials', '--data-dir', data], { stdin: MACHINE.secret });
+    expect(connected.code, connected.stderr).toBe(0);
+    await withFunction(data, 'uses_oauth', 'machine', [host], `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/', { credential: 'machine' })).status`);
+    const deployed = await cli(['deploy', '--target', 'workerd', '--out', join(tempDir(), 'out'), '--data-dir', data]);
+    expect(deployed).toMatchObject({ code: 2 });
+    expect(deployed.stderr).toContain('no function can be deployed: uses_oauth: it uses OAuth credential "machine", whose refreshed tokens a deployed gateway does not carry yet');
+  });
+
   it('--grant code opens $BROWSER on the sign-in URL (also printed on its own stderr line) and exits 0 once the loopback redirect brings the code', async () => {
     const data = tempDir();
     const browser = fakeBrowser();

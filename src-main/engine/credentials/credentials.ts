@@ -121,15 +121,9 @@ export class CredentialService {
     } else if (!this.find(spec.name) && this.#secrets.kind === 'keychain') {
       throw new StudioError('bad_input', `credential "${spec.name}" is new: give its secret`);
     }
-    const now = nowIso();
     try {
       writeTransaction(this.#db, () => {
-        this.#db
-          .prepare(
-            `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
-          )
-          .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now);
+        this.#writeSpec(spec);
         bumpCredentials(this.#db);
       });
     } catch (error) {
@@ -140,6 +134,17 @@ export class CredentialService {
       throw error;
     }
     return spec;
+  }
+
+  /** Creates or updates the credential's row (inside a write transaction). */
+  #writeSpec(spec: CredentialSpec): void {
+    const now = nowIso();
+    this.#db
+      .prepare(
+        `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
+      )
+      .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now);
   }
 
   /**
@@ -158,14 +163,8 @@ export class CredentialService {
     const tokens = await this.oauth.obtain(config, hooks);
     await this.oauth.storeSecrets(spec.name, tokens, hooks.clientSecret);
     await this.#secrets.set({ kind: 'credential', name: spec.name }, tokens.accessToken);
-    const now = nowIso();
     writeTransaction(this.#db, () => {
-      this.#db
-        .prepare(
-          `INSERT INTO credentials (name, hosts, placement, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, placement = excluded.placement, updated_at = excluded.updated_at`,
-        )
-        .run(spec.name, JSON.stringify(spec.hosts), JSON.stringify(spec.placement), now, now);
+      this.#writeSpec(spec);
       this.oauth.writeRow(spec.name, config, tokens);
       bumpCredentials(this.#db);
     });
