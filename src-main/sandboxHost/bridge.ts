@@ -10,7 +10,7 @@ import type ivm from 'isolated-vm';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../engine/model/errors.ts';
 import type { LogEntry, LogLevel } from '../engine/model/index.ts';
 import { credentialNotListedMessage, fetchLimitMessage, logLimitMessage } from '../engine/model/toolResults.ts';
-import type { AskRequest, OutgoingRequest, ProgressUpdate, ResponseSink, SandboxJob } from '../engine/sandbox/protocol.ts';
+import type { AskRequest, OutgoingRequest, ProgressUpdate, ResponseFlow, ResponseSink, SandboxJob } from '../engine/sandbox/protocol.ts';
 import { encodeMultipart, readParts } from './multipart.ts';
 import { SubtleKeys } from './subtle.ts';
 
@@ -143,11 +143,12 @@ export const MAX_REQUEST_BODY_BYTES = 50 * 1024 * 1024;
 
 /**
  * A streamed response body waiting for the guest: the chunks not yet read, how it ended, and the
- * `fetchRead` waiting for the next chunk. Its size is bounded by the response limit, which the engine
- * enforces as the body flows (a body over it ends the run).
+ * `fetchRead` waiting for the next chunk. The engine reads the vendor only a window ahead of what
+ * the guest took (`flow.taken`), which bounds the queue.
  */
 interface BodyQueue {
   chunks: Uint8Array[];
+  flow: ResponseFlow;
   end?: { ok: true } | { ok: false; error: { code: string; message: string } };
   reader?: number;
 }
@@ -308,8 +309,8 @@ export class RunBridge implements HostBinding {
     const sink: ResponseSink | undefined =
       (payload as { stream?: unknown }).stream === true
         ? {
-            head: (head) => {
-              body = { chunks: [] };
+            head: (head, flow) => {
+              body = { chunks: [], flow };
               this.#bodies.set(id, body);
               this.#settle(id, true, { ...head, stream: true });
             },
@@ -359,6 +360,7 @@ export class RunBridge implements HostBinding {
       const bytes = body.chunks.length === 1 ? new Uint8Array(body.chunks[0]!) : new Uint8Array(Buffer.concat(body.chunks));
       body.chunks = [];
       body.reader = undefined;
+      body.flow.taken(bytes.byteLength);
       this.#settle(reader, true, bytes);
     } else if (body.end) {
       body.reader = undefined;

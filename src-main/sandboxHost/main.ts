@@ -82,7 +82,8 @@ function handle(message: EngineMessage): void {
       const streaming = runs.get(message.runId)?.sinks.get(message.op);
       if (streaming && !streaming.head) {
         streaming.head = message.head;
-        streaming.sink.head(message.head);
+        const { runId, op } = message;
+        streaming.sink.head(message.head, { taken: (bytes) => send({ t: 'fetchTaken', runId, op, bytes }) });
       }
       return;
     }

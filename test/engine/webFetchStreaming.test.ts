@@ -16,6 +16,9 @@ let seen: SeenRequest[];
 const held = new Map<string, { res: ServerResponse; rest?: string; end: boolean }>();
 /** Names whose vendor connection was closed before the response was sent in full. */
 const closedEarly = new Set<string>();
+/** What /big sends, and how far it got: `blocked` while its socket takes no more. */
+const BIG = 48 * 1024 * 1024;
+const big = { written: 0, blocked: false };
 
 beforeAll(async () => {
   const vendor = await vendorServer((req, res) => {
@@ -43,6 +46,34 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: one\n\n');
       held.set(name, { res, end: false });
+    } else if (url.pathname === '/big') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const piece = Buffer.alloc(64 * 1024, 0x61);
+      const pump = () => {
+        while (big.written < BIG) {
+          big.written += piece.length;
+          if (!res.write(piece)) {
+            big.blocked = true;
+            res.once('drain', () => {
+              big.blocked = false;
+              pump();
+            });
+            return;
+          }
+        }
+        res.end();
+      };
+      pump();
+    } else if (url.pathname === '/stalled') {
+      // Answers how much /big sent once it has been held back for a while, or has sent everything.
+      let calm = 0;
+      const watch = setInterval(() => {
+        calm = big.blocked ? calm + 1 : 0;
+        if (calm >= 10 || big.written >= BIG) {
+          clearInterval(watch);
+          res.end(String(big.written));
+        }
+      }, 20);
     } else if (url.pathname.startsWith('/seen/')) {
       res.end('ok');
       const waiting = held.get(url.pathname.slice('/seen/'.length));
@@ -143,6 +174,24 @@ describe('a web fetch response body streams to the function', () => {
     expect(result, JSON.stringify(result)).toMatchObject({ ok: true, value: { first: 'event: one\n\ndata: ', text: 'event: one\n\ndata: [redacted:vendor]\n\n' } });
     expect(seen.find((r) => r.url === '/secret')?.headers['x-api-key']).toBe(SECRET);
     expect(JSON.stringify(result)).not.toContain(SECRET.slice(0, SECRET.length >> 1));
+  });
+
+  it('stops reading from the vendor while the function does not read, and reads on when it does', async () => {
+    await define(
+      'sse_backpressure',
+      `const res = await fetch(base + '/big');
+      const reader = res.body.getReader();
+      let total = (await reader.read()).value.length;
+      const sent = Number(await (await fetch(base + '/stalled')).text());
+      for (let r = await reader.read(); !r.done; r = await reader.read()) total += r.value.length;
+      return { sent, total };`,
+      { limits: { responseBytes: 50 * 1024 * 1024 } },
+    );
+    const result = await engine.run('sse_backpressure', {}, { caller: 'console' });
+    expect(result, JSON.stringify(result).slice(0, 2000)).toMatchObject({ ok: true, value: { total: BIG } });
+    const { sent } = (result as { value: { sent: number } }).value;
+    // While the function held its first chunk, the vendor could send what the host queues and the sockets buffer, not the body.
+    expect(sent).toBeLessThan(BIG / 2);
   });
 
   it('closes the vendor connection when the function aborts or cancels a body still arriving', async () => {

@@ -314,6 +314,9 @@ const DECODERS: Record<string, (() => Transform) | undefined> = {
   zstd: (zlib as { createZstdDecompress?: () => Transform }).createZstdDecompress,
 };
 
+/** How far ahead of the function a streamed body is read from the vendor. */
+const STREAM_WINDOW_BYTES = 1024 * 1024;
+
 /** Stacked content codings decoded at most (as undici's fetch): each is a decoder's memory and work. */
 const MAX_CODINGS = 5;
 
@@ -425,14 +428,34 @@ function send(
       };
       // Streamed, the head goes before redaction knows whether the length changes: it has no Content-Length when there are secrets to look for.
       const sink = streamTo?.last(res.statusCode ?? 0, res.headers.location !== undefined) ? streamTo.to : undefined;
+      // Streamed bytes the function has not taken yet: past the window the vendor is not read (a paused decoder holds back the socket too).
+      let ahead = 0;
+      let paused = false;
       if (sink && streamTo) {
         const url = redactor ? redactor.text(streamTo.url) : streamTo.url;
-        sink.head({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact !== undefined), url, redirected: streamTo.redirected });
+        sink.head(
+          { status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact !== undefined), url, redirected: streamTo.redirected },
+          {
+            taken: (bytes) => {
+              ahead -= bytes;
+              if (paused && ahead <= STREAM_WINDOW_BYTES) {
+                paused = false;
+                stream.resume();
+              }
+            },
+          },
+        );
       }
       const chunks: Buffer[] = [];
       const keep = (chunk: Buffer) => {
         chunks.push(chunk);
-        if (sink && chunk.byteLength > 0) sink.chunk(new Uint8Array(chunk));
+        if (!sink || chunk.byteLength === 0) return;
+        sink.chunk(new Uint8Array(chunk));
+        ahead += chunk.byteLength;
+        if (ahead > STREAM_WINDOW_BYTES && !paused) {
+          paused = true;
+          stream.pause();
+        }
       };
       let size = 0;
       stream.on('data', (chunk: Buffer) => {

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
 import { compileCacheEnv } from '../nodeChild.ts';
 import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
-import type { ResponseSink, SandboxJob, SandboxOutcome } from './protocol.ts';
+import type { ResponseFlow, ResponseSink, SandboxJob, SandboxOutcome } from './protocol.ts';
 
 const HOST_ENTRY = fileURLToPath(new URL('../../sandboxHost/main.ts', import.meta.url));
 /** A run still going this long after its deadline is stuck where the deadline cannot reach it. */
@@ -25,6 +25,8 @@ interface HostRun {
   started: number;
   logs: LogEntry[];
   fetches: Map<number, AbortController>;
+  /** Streamed fetches by op: where to say how much of the body the function took. */
+  flows: Map<number, ResponseFlow>;
   wedgeTimer: NodeJS.Timeout;
   resolve: (outcome: SandboxOutcome) => void;
   onAbort: () => void;
@@ -157,6 +159,7 @@ export class HostProcess {
         started,
         logs: [],
         fetches: new Map(),
+        flows: new Map(),
         onAbort,
         resolve,
         wedgeTimer: setTimeout(() => this.#end({ kind: 'wedged', runId: job.runId }), job.limits.timeoutMs + WEDGE_GRACE_MS),
@@ -233,6 +236,9 @@ export class HostProcess {
       case 'fetchAbort':
         this.#runs.get(message.runId)?.fetches.get(message.op)?.abort(FETCH_ABORTED);
         return;
+      case 'fetchTaken':
+        this.#runs.get(message.runId)?.flows.get(message.op)?.taken(message.bytes);
+        return;
       case 'ask':
         this.#ask(message);
         return;
@@ -258,8 +264,9 @@ export class HostProcess {
     let streamed = false;
     const sink: ResponseSink | undefined = message.stream
       ? {
-          head: (head) => {
+          head: (head, flow) => {
             streamed = true;
+            run.flows.set(op, flow);
             if (current()) this.#send({ t: 'fetchHead', runId, op, head });
           },
           chunk: (chunk) => {
@@ -270,10 +277,12 @@ export class HostProcess {
     run.job.fetch(message.request, controller.signal, sink).then(
       (response) => {
         run.fetches.delete(message.op);
+        run.flows.delete(op);
         if (current()) this.#send(streamed ? { t: 'fetchEnd', runId, op } : { t: 'fetched', runId, op, response });
       },
       (error: unknown) => {
         run.fetches.delete(message.op);
+        run.flows.delete(op);
         if (this.#runs.get(message.runId) === run) this.#send({ t: 'fetchFailed', runId: message.runId, op: message.op, error: toErrorInfo(error) });
       },
     );

@@ -89,8 +89,13 @@ export type ResponseHead = Omit<IncomingResponse, 'body'>;
  * the recording and trace) once the body has ended, or with its error.
  */
 export interface ResponseSink {
-  head(head: ResponseHead): void;
+  head(head: ResponseHead, flow: ResponseFlow): void;
   chunk(bytes: Uint8Array): void;
+}
+
+/** Given with a streamed head: the receiver says how many bytes the function has taken; the vendor is read at most a window ahead of that. */
+export interface ResponseFlow {
+  taken(bytes: number): void;
 }
 
 /** A function's module compiled for the sandbox: a classic script whose completion value is its exports. */
@@ -210,6 +215,8 @@ export const HostMessageCheck = union({
   fetch: { runId: Id, op: num, request: OutgoingRequestCheck, stream: optional(bool) },
   /** The function aborted fetch `op` (its AbortSignal): the engine closes the vendor connection. */
   fetchAbort: { runId: Id, op: num },
+  /** The function has taken `bytes` more of streamed fetch `op`'s body (the engine reads the vendor a window ahead). */
+  fetchTaken: { runId: Id, op: num, bytes: num },
   /** ctx.elicit / ctx.sample: the payload is bounded by the frame and checked again by the engine. */
   ask: { runId: Id, op: num, kind: oneOf('elicit', 'sample'), payload: record },
   done: { runId: Id, outcome: OutcomeCheck },
@@ -226,6 +233,7 @@ export type HostMessage =
   | { t: 'progress'; runId: string; progress: number; total?: number | undefined; message?: string | undefined }
   | { t: 'fetch'; runId: string; op: number; request: OutgoingRequest; stream?: boolean }
   | { t: 'fetchAbort'; runId: string; op: number }
+  | { t: 'fetchTaken'; runId: string; op: number; bytes: number }
   | ({ t: 'ask'; runId: string; op: number } & AskRequest)
   | { t: 'done'; runId: string; outcome: SandboxOutcome }
   | { t: 'beat'; rssBytes: number; capBytes: number; runs: number }
