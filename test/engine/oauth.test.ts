@@ -1,11 +1,12 @@
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { KeychainSecretStore } from '../../src-main/engine/index.ts';
 import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
+import { privateKeyring, type PrivateKeyring } from '../support/keyring.ts';
 import { APP, bearersSeen, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
 
 // The real Secret Service started by test/setup/keychain.ts, and a real oidc-provider whose access
@@ -33,11 +34,11 @@ async function caller(fn: string, name: string, times: number, gapMs: number): P
 }
 
 /** The keychain entry of the OAuth secret `kind` of `name` in this data folder. */
-function storedSecret(kind: 'credential' | 'oauth-refresh', name: string): Promise<string | undefined> {
-  const db = new Database(join(engine.dataDir, DATABASE_FILE), { readonly: true });
+function storedSecret(kind: 'credential' | 'oauth-refresh', name: string, of = { engine, store: keychain() }): Promise<string | undefined> {
+  const db = new Database(join(of.engine.dataDir, DATABASE_FILE), { readonly: true });
   const installId = (db.prepare("SELECT value FROM settings WHERE key = 'install_id'").get() as { value: string }).value;
   db.close();
-  return keychain().get(`${installId}:${kind}:${name}`);
+  return of.store.get(`${installId}:${kind}:${name}`);
 }
 
 function filesUnder(dir: string): Array<{ path: string; text: string }> {
@@ -148,6 +149,35 @@ describe('authorization code with PKCE', () => {
     const again = await engine.run('user_calls', {}, { caller: 'test' });
     expect(!again.ok && again.error.message).toMatch(/needs to be connected again/);
     expect(op.tokenRequests.length).toBe(requests);
+  });
+});
+
+describe('a keychain locked when the token needs refreshing', () => {
+  let keyring: PrivateKeyring;
+  afterAll(() => keyring?.stop());
+
+  it("fails the call with the keychain's reason before asking the server, so the grant is neither spent nor lost", async () => {
+    keyring = await privateKeyring();
+    const store = () => new KeychainSecretStore('Callable Studio OAuth Lock', { env: keyring.env });
+    const locked = testEngine({ secrets: store() });
+    await locked.credentials.connect(
+      { name: 'user', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, clientId: APP.id, scopes: ['openid', 'read'], grant: 'code' },
+      { onAuthorizeUrl: (url) => void signIn(url, 'lee') },
+    );
+    const refresh = await storedSecret('oauth-refresh', 'user', { engine: locked, store: store() });
+    await defineFunction(
+      locked,
+      { name: 'later', allowedHosts: [`127.0.0.1:${op.resource.port}`], credentials: ['user'] },
+      `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/later', { credential: 'user' })).status`,
+    );
+    keyring.lock();
+    await new Promise((f) => setTimeout(f, 1200));
+    const requests = op.tokenRequests.length;
+    const run = await locked.run('later', {}, { caller: 'test' });
+    expect(!run.ok && run.error.message).toMatch(/the keychain is locked \(unlock it and retry\)/);
+    expect(op.tokenRequests.length).toBe(requests);
+    expect((await op.provider.RefreshToken.find(refresh!))?.consumed).toBeUndefined();
+    expect((await locked.credentials.list())[0]).toMatchObject({ name: 'user', state: 'connected' });
   });
 });
 
