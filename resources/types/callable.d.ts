@@ -271,6 +271,17 @@ declare class File extends Blob {
   constructor(parts: Iterable<BlobPart>, name: string, options?: BlobPropertyBag & { lastModified?: number });
   readonly name: string; readonly lastModified: number; readonly webkitRelativePath: string;
 }
+interface ProgressEventInit extends EventInit { lengthComputable?: boolean; loaded?: number; total?: number }
+declare class ProgressEvent extends Event { constructor(type: string, init?: ProgressEventInit); readonly lengthComputable: boolean; readonly loaded: number; readonly total: number }
+/** Reads a Blob with events (loadstart, progress, load or error, loadend); `await blob.text()` and friends do the same more simply. */
+declare class FileReader extends EventTarget {
+  readAsArrayBuffer(blob: Blob): void; readAsBinaryString(blob: Blob): void; readAsText(blob: Blob, encoding?: string): void; readAsDataURL(blob: Blob): void; abort(): void;
+  static readonly EMPTY: 0; static readonly LOADING: 1; static readonly DONE: 2; readonly EMPTY: 0; readonly LOADING: 1; readonly DONE: 2;
+  readonly readyState: 0 | 1 | 2; readonly result: string | ArrayBuffer | null; readonly error: DOMException | null;
+  onloadstart: ((this: FileReader, ev: ProgressEvent) => any) | null; onprogress: ((this: FileReader, ev: ProgressEvent) => any) | null;
+  onload: ((this: FileReader, ev: ProgressEvent) => any) | null; onabort: ((this: FileReader, ev: ProgressEvent) => any) | null;
+  onerror: ((this: FileReader, ev: ProgressEvent) => any) | null; onloadend: ((this: FileReader, ev: ProgressEvent) => any) | null;
+}
 type FormDataEntryValue = string | File;
 declare class FormData implements Iterable<[string, FormDataEntryValue]> {
   constructor();

@@ -612,6 +612,10 @@ export const abortSignal = (signal, reason) => abortImpl(signal, reason);
 export const onAbort = (signal, fn) => onAbortImpl(signal, fn);
 /** Fires `event` at `target` as the platform does (isTrusted). @param {object} target an EventTarget @param {object} event an Event @returns {boolean} */
 export const fireEvent = (target, event) => dispatch(event, target, true);
+/** An event handler attribute's value (onload…) on an EventTarget. @param {object} target @param {string} type @returns {unknown} */
+export const getEventHandler = (target, type) => getHandler(target, type);
+/** Sets an event handler attribute (onload…) on an EventTarget, as its IDL setter does. @param {object} target @param {string} type @param {unknown} value */
+export const setEventHandler = (target, type, value) => setHandler(target, type, value);
 
 export function install() {
   defineLazyGlobal('Event', () => events().Event);

@@ -9,6 +9,7 @@ import { install as installStreams } from './streams.js';
 import { install as installSubtle } from './subtle.js';
 import { install as installBlob } from './blob.js';
 import { install as installFormData } from './formData.js';
+import { install as installFileReader } from './fileReader.js';
 import { install as installFetch } from './fetch.js';
 
 export function installWeb() {
@@ -19,5 +20,6 @@ export function installWeb() {
   installSubtle();
   installBlob();
   installFormData();
+  installFileReader();
   installFetch();
 }
