@@ -149,6 +149,14 @@ describe('authorization code with PKCE', () => {
     const again = await engine.run('user_calls', {}, { caller: 'test' });
     expect(!again.ok && again.error.message).toMatch(/needs to be connected again/);
     expect(op.tokenRequests.length).toBe(requests);
+
+    // Connecting again (as the message says) makes it work again, with its grant to the function kept.
+    await engine.credentials.connect(
+      { name: 'user', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, clientId: APP.id, scopes: ['openid', 'read'], grant: 'code' },
+      { onAuthorizeUrl: (url) => void signIn(url, 'ada') },
+    );
+    expect((await engine.credentials.list()).find((c) => c.name === 'user')).toMatchObject({ state: 'connected', grantedTo: ['user_calls'] });
+    expect(await engine.run('user_calls', {}, { caller: 'test' })).toMatchObject({ ok: true });
   });
 });
 
