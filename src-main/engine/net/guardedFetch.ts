@@ -141,11 +141,11 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
       ...(sendCredential || swapped?.used.length ? { credential: [...(sendCredential ? [injection.name] : []), ...(swapped?.used ?? [])].join(', ') } : {}),
       ...(redirectFrom ? { redirectFrom } : {}),
     };
+    // Only a response that is the last hop streams: a redirect to follow or a 401 that may be retried is read whole.
+    const last = (status: number, location: boolean) => status !== 401 && !(REDIRECT_STATUSES.has(status) && location && request.redirect !== 'manual');
+    const streamTo = policy.stream && { to: policy.stream, last, url: target.display, redirected: hop > 0, given: false };
     let response: RawResponse;
     try {
-      // Only a response that is the last hop streams: a redirect to follow or a 401 that may be retried is read whole.
-      const last = (status: number, location: boolean) => status !== 401 && !(REDIRECT_STATUSES.has(status) && location && request.redirect !== 'manual');
-      const streamTo = policy.stream && { to: policy.stream, last, url: target.display, redirected: hop > 0 };
       response = await send(outUrl, currentMethod, outHeaders, body, address, policy, streamTo);
     } catch (error) {
       entry.ms = round(performance.now() - started);
@@ -156,7 +156,8 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
       }
       // An abort with a reason of its own (the function aborted this request) says so; any other is the run's end.
       const reason: unknown = policy.signal.reason;
-      const message = !policy.signal.aborted ? `request failed: ${(error as Error).message}` : reason instanceof StudioError ? reason.message : 'the run ended before the response arrived';
+      const ended = streamTo?.given ? 'the run ended before the response body arrived in full' : 'the run ended before the response arrived';
+      const message = !policy.signal.aborted ? `request failed: ${(error as Error).message}` : reason instanceof StudioError ? reason.message : ended;
       entry.error = message;
       policy.trace(entry);
       // Socket errors name the address connected to ("connect ECONNREFUSED 10.0.0.5:443"): only the trace keeps it.
@@ -346,7 +347,7 @@ function send(
   body: Uint8Array | undefined,
   pinned: { address: string; family: 4 | 6 },
   policy: FetchPolicy,
-  streamTo?: { to: ResponseSink; last: (status: number, location: boolean) => boolean; url: string; redirected: boolean },
+  streamTo?: { to: ResponseSink; last: (status: number, location: boolean) => boolean; url: string; redirected: boolean; given: boolean },
 ): Promise<RawResponse> {
   // The socket connects to the address that was checked, whatever DNS says now (no rebinding).
   const lookup: LookupFunction = (_hostname, options, callback) => {
@@ -432,6 +433,7 @@ function send(
       let ahead = 0;
       let paused = false;
       if (sink && streamTo) {
+        streamTo.given = true;
         const url = redactor ? redactor.text(streamTo.url) : streamTo.url;
         sink.head(
           { status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact !== undefined), url, redirected: streamTo.redirected },
