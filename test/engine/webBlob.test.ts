@@ -167,6 +167,32 @@ describe('Blob and File', () => {
     });
   });
 
+  it("converts arguments as WebIDL says: slice's [Clamp] rounds half to even, lastModified is a long long, options in dictionary order, buffers copied last", async () => {
+    const got = await value(
+      'blob_webidl',
+      `const b = new Blob(['abcdef']);
+       const order = [];
+       const buffer = new Uint8Array([0x61, 0x61]);
+       const options = { get type() { order.push('type'); buffer[1] = 0x62; return 'text/plain'; }, get endings() { order.push('endings'); }, get lastModified() { order.push('lastModified'); return -1.7; } };
+       const file = new File([buffer], { toString() { order.push('name'); return 'f'; } }, options);
+       const parts = Object.assign(function () {}, { *[Symbol.iterator]() { yield 'fn'; } });
+       return {
+         sizes: [b.slice(0.7).size, b.slice(1.5).size, b.slice(2.5).size, b.slice(-0.7).size, b.slice(0, -1.5).size, b.slice(-Infinity, Infinity).size, b.slice(NaN).size],
+         lastModified: [Infinity, NaN, 2 ** 64 + 2 ** 12, 2 ** 63, -(2 ** 53)].map((v) => new File([], 'x', { lastModified: v }).lastModified),
+         order, file: [file.lastModified, await file.text(), file.type], fromFunction: await new Blob(parts).text(),
+         lengths: [Blob.length, File.length, Blob.prototype.slice.length, FileReader.prototype.readAsText.length],
+       };`,
+    );
+    expect(got).toEqual({
+      sizes: [5, 4, 4, 1, 4, 6, 6],
+      lastModified: [0, 0, 4096, -(2 ** 63), -(2 ** 53)],
+      order: ['name', 'endings', 'type', 'lastModified'],
+      file: [-1, 'ab', 'text/plain'],
+      fromFunction: 'fn',
+      lengths: [0, 2, 0, 1],
+    });
+  });
+
   it('a File in a FormData upload reaches the vendor with its name escaped as the HTML form encoding says', async () => {
     await value(
       'blob_upload_names',

@@ -15,7 +15,8 @@ import {
   TypedArrayProto,
   TypedArrayBuffer,
   TypedArrayByteOffset,
-  ArrayBufferByteLength,
+  TypedArrayByteLength,
+  ObjectGetPrototypeOf,
   SymbolIterator,
   SymbolToStringTag,
   NumberIsFinite,
@@ -72,14 +73,28 @@ export const copyRange = (bytes, from, to) => {
   return out;
 };
 
-/** WebIDL [Clamp] long long, as slice() takes its positions. @param {unknown} v @param {number} fallback */
+/** WebIDL [Clamp] long long, as slice() takes its positions: rounded to the nearest, a half to the even one. @param {unknown} v @param {number} fallback */
 const position = (v, fallback) => {
   if (v === undefined) return fallback;
   const n = +(/** @type {any} */ (v));
   if (n !== n) return 0;
   if (!NumberIsFinite(n)) return n > 0 ? Number.MAX_SAFE_INTEGER : -Number.MAX_SAFE_INTEGER;
-  return n < 0 ? -MathFloor(-n) : MathFloor(n);
+  const floor = MathFloor(n);
+  const rest = n - floor;
+  const rounded = rest > 0.5 || (rest === 0.5 && floor % 2 !== 0) ? floor + 1 : floor;
+  return rounded === 0 ? 0 : rounded;
 };
+/** WebIDL long long (File's lastModified): not finite is 0, else truncated and wrapped to 64 bits. @param {unknown} v */
+const longLong = (v) => {
+  const n = +(/** @type {any} */ (v));
+  if (!NumberIsFinite(n)) return 0;
+  const t = n < 0 ? -MathFloor(-n) : MathFloor(n);
+  if (t >= -TWO_63 && t < TWO_63) return t === 0 ? 0 : t;
+  const wrapped = t - TWO_64 * MathFloor(t / TWO_64);
+  return wrapped >= TWO_63 ? wrapped - TWO_64 : wrapped;
+};
+const TWO_63 = 2 ** 63;
+const TWO_64 = 2 ** 64;
 
 /** @type {{ bytes: Uint8Array, type: string } | undefined} A blob made by this runtime from bytes it owns (no copy, no iteration). */
 let adopting;
@@ -100,14 +115,19 @@ export const makeBlob = (bytes, type) => {
 };
 
 /**
- * A sequence of blob parts converted as WebIDL does, in order: Blobs' bytes, copies of buffers, and
+ * @typedef {Uint8Array | string | { view: Uint8Array }} Item A converted part: a Blob's (immutable) bytes,
+ * a string, or a view of the function's buffer, copied only when the parts are joined, as the spec does
+ * (after the name and options are converted).
+ */
+/**
+ * A sequence of blob parts converted as WebIDL does, in order: Blobs' bytes, views of buffers, and
  * strings (made well-formed). Encoding waits for the options (their line endings).
- * @param {any} parts @returns {Array<Uint8Array | string>}
+ * @param {any} parts @returns {Item[]}
  */
 const convertParts = (parts) => {
-  const items = /** @type {Array<Uint8Array | string>} */ (/** @type {unknown} */ (bareList()));
+  const items = /** @type {Item[]} */ (/** @type {unknown} */ (bareList()));
   if (parts === undefined) return items;
-  const iterator = parts === null || typeof parts !== 'object' ? undefined : parts[SymbolIterator];
+  const iterator = parts === null || (typeof parts !== 'object' && typeof parts !== 'function') ? undefined : parts[SymbolIterator];
   if (typeof iterator !== 'function') throw new TypeErrorCtor('Blob: the parts must be a sequence (an array) of strings, ArrayBuffers, typed arrays or Blobs');
   const it = call(iterator, parts);
   const next = it.next;
@@ -116,11 +136,9 @@ const convertParts = (parts) => {
     if (step.done) break;
     const part = step.value;
     if (isBlob(part)) append(items, blobBytes(part));
-    else if (isArrayBuffer(part)) append(items, copyRange(new Uint8ArrayCtor(part), 0, call(ArrayBufferByteLength, part)));
-    else if (ArrayBufferIsView(part)) {
-      const view = viewOf(part);
-      append(items, copyRange(view, 0, view.length));
-    } else append(items, call(StringToWellFormed, str(part)));
+    else if (isArrayBuffer(part)) append(items, { __proto__: null, view: new Uint8ArrayCtor(part) });
+    else if (ArrayBufferIsView(part)) append(items, { __proto__: null, view: viewOf(part) });
+    else append(items, call(StringToWellFormed, str(part)));
   }
   return items;
 };
@@ -138,21 +156,26 @@ const readOptions = (options, file) => {
     if (endings !== 'transparent' && endings !== 'native') throw new TypeErrorCtor(`${file ? 'File' : 'Blob'}: endings must be "transparent" or "native", not "${endings}"`);
     o.native = endings === 'native';
   }
-  if (file) {
-    const when = options.lastModified;
-    if (when !== undefined) o.lastModified = position(when, 0);
-  }
   const type = options.type;
   if (type !== undefined) o.type = normalizeType(type);
+  // FilePropertyBag's own member comes after the ones it inherits from BlobPropertyBag.
+  if (file) {
+    const when = options.lastModified;
+    if (when !== undefined) o.lastModified = longLong(when);
+  }
   return o;
 };
-/** The bytes of converted parts: strings as UTF-8 ("native" line endings are LF on the servers this runs for). @param {Array<Uint8Array | string>} items @param {boolean} native */
+/** The bytes of converted parts: strings as UTF-8 ("native" line endings are LF on the servers this runs for). @param {Item[]} items @param {boolean} native */
 const joinItems = (items, native) => {
   const chunks = /** @type {Uint8Array[]} */ (/** @type {unknown} */ (bareList()));
   for (let i = 0; i < items.length; i++) {
-    const item = /** @type {Uint8Array | string} */ (items[i]);
+    const item = /** @type {Item} */ (items[i]);
     if (typeof item === 'string') append(chunks, utf8Encode(native ? call(StringReplace, item, /\r\n?/g, '\n') : item));
-    else append(chunks, item);
+    // Only the pending views are null-prototype objects: a Blob's bytes are a Uint8Array.
+    else if (ObjectGetPrototypeOf(item) === null) {
+      const view = /** @type {{ view: Uint8Array }} */ (item).view;
+      append(chunks, copyRange(view, 0, call(TypedArrayByteLength, view)));
+    } else append(chunks, /** @type {Uint8Array} */ (item));
   }
   return chunks.length === 1 ? /** @type {Uint8Array} */ (chunks[0]) : concatBytes(chunks);
 };
@@ -184,7 +207,7 @@ export class Blob {
     return this.#type;
   }
   /** @param {unknown} [start] @param {unknown} [end] @param {unknown} [contentType] */
-  slice(start, end, contentType) {
+  slice(start = undefined, end = undefined, contentType = undefined) {
     const size = this.#bytes.length;
     const s = position(start, 0);
     const e = position(end, size);

@@ -186,7 +186,7 @@ const make = () => {
       this.#start(blob, 'BinaryString', undefined);
     }
     /** @param {unknown} blob @param {unknown} [encoding] */
-    readAsText(blob, encoding) {
+    readAsText(blob, encoding = undefined) {
       needArgs(arguments.length, 1, 'FileReader.readAsText');
       this.#start(blob, 'Text', encoding === undefined ? undefined : str(encoding));
     }
