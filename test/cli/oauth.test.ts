@@ -57,6 +57,10 @@ describe('callable credentials connect', () => {
     expect(listed.stdout).not.toMatch(/access_token|refresh_token|Bearer [A-Za-z0-9_-]{20,}/);
     const text = await cli(['credentials', 'list', '--data-dir', data]);
     expect(text.stdout).toContain(`machine  ${host}  oauth ${op.issuer}  connected as machine  scopes: read  expires `);
+    // A pasted secret cannot replace the token the engine refreshes.
+    const set = await cli(['credentials', 'set', 'machine', '--host', host, '--data-dir', data], { stdin: 'pasted-token' });
+    expect(set).toMatchObject({ code: 2 });
+    expect(set.stderr).toContain('credential "machine" is an OAuth credential; connect it again with "callable credentials connect machine", or remove it first; nothing was saved');
   });
 
   it('callable deploy leaves out a function that uses an OAuth credential, saying why', async () => {

@@ -249,8 +249,13 @@ export class OAuthCredentials {
       });
       if ('done' in claim) return claim.done!;
       if ('wait' in claim) {
-        if (Date.now() > waitUntil) throw new StudioError('credential_refused', `the token of credential "${name}" is being refreshed by another process that does not finish; try again`);
-        await sleep(50, undefined, signal ? { signal } : {});
+        // Another process holds the lease: read (no write lock) until it lets go or its lease runs out.
+        for (;;) {
+          if (Date.now() > waitUntil) throw new StudioError('credential_refused', `the token of credential "${name}" is being refreshed by another process that does not finish; try again`);
+          await sleep(50, undefined, signal ? { signal } : {});
+          const row = this.#row(name);
+          if (!row || row.generation !== generation || row.state !== 'connected' || row.lease_owner === null || (row.lease_until ?? 0) <= Date.now()) break;
+        }
         continue;
       }
       return this.#refresh(name, claim.config, signal);
