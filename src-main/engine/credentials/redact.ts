@@ -95,6 +95,8 @@ export class StreamRedaction {
   readonly #needles: Array<{ bytes: Buffer; label: Buffer; wraps: boolean }>;
   /** The longest span a needle can take (with line breaks) less one: a tail this long may be the start of a secret. */
   readonly #hold: number;
+  /** The needles by their first byte. */
+  readonly #starting: Array<Array<{ bytes: Buffer; wraps: boolean }> | undefined> = [];
   #carry: Buffer = Buffer.alloc(0);
   /** Whether a secret was replaced (the body's length may have changed). */
   replaced = false;
@@ -102,6 +104,7 @@ export class StreamRedaction {
   constructor(needles: readonly Needle[]) {
     this.#needles = needles.map((n) => ({ bytes: Buffer.from(n.needle), label: Buffer.from(n.label), wraps: /^[A-Za-z0-9+/_-]+$/.test(n.needle) }));
     this.#hold = Math.max(0, ...this.#needles.map((n) => n.bytes.length - 1 + (n.wraps ? 2 * Math.ceil(n.bytes.length / MIN_WRAP) : 0)));
+    for (const n of this.#needles) if (n.bytes.length > 0) (this.#starting[n.bytes[0]!] ??= []).push(n);
   }
 
   push(chunk: Uint8Array): Buffer {
@@ -174,7 +177,7 @@ export class StreamRedaction {
   /** Where the first tail of `buf` starts that a secret (or one wrapped across lines) could begin with and the next chunk complete; buf.length when none. */
   #heldFrom(buf: Buffer): number {
     for (let i = Math.max(0, buf.length - this.#hold); i < buf.length; i++) {
-      for (const { bytes, wraps } of this.#needles) if (bytes[0] === buf[i] && this.#tailMatches(buf, i, bytes, wraps)) return i;
+      for (const { bytes, wraps } of this.#starting[buf[i]!] ?? []) if (this.#tailMatches(buf, i, bytes, wraps)) return i;
     }
     return buf.length;
   }
