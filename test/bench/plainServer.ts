@@ -8,6 +8,10 @@
 //                                          what a fresh-context server with no other cost pays)
 //   node test/bench/plainServer.ts http    Streamable HTTP on 127.0.0.1, a free port; prints
 //                                          "PLAIN on http://127.0.0.1:PORT/mcp" to stderr
+//   node test/bench/plainServer.ts fetch   stdio; fetch_one and fetch_json ({ url }): one request
+//                                          with Node's fetch, the body read as text / with .json()
+//   node test/bench/plainServer.ts catalog N
+//                                          stdio; N echo tools, fn_0000 … (a large catalog)
 //
 // Like any SDK server it validates the arguments against the input schema (memoised, AJV-backed
 // via fromJsonSchema) and answers the same result shape as the product: the value as JSON text.
@@ -43,19 +47,71 @@ function contextEcho(): (args: EchoArgs) => string {
 }
 
 const mode = process.argv[2] ?? 'stdio';
-const echo = mode === 'stdio-context' ? contextEcho() : plainEcho;
-const validator = fromJsonSchema(ECHO_INPUT_SCHEMA as unknown as Parameters<typeof fromJsonSchema>[0]);
-const TOOL = { name: 'echo', description: 'Echoes text and doubles n.', inputSchema: ECHO_INPUT_SCHEMA as unknown as { type: 'object' } };
+type Schema = Parameters<typeof fromJsonSchema>[0];
+interface Tool {
+  name: string;
+  description: string;
+  inputSchema: { type: 'object' };
+  run(args: unknown): string | Promise<string>;
+}
+const echoTool = (name: string, run: (args: EchoArgs) => string): Tool => ({
+  name,
+  description: 'Echoes text and doubles n.',
+  inputSchema: ECHO_INPUT_SCHEMA as unknown as { type: 'object' },
+  run: (args) => run(args as EchoArgs),
+});
+/** The URL tools of fetch mode: the same schema and answers as the product's fetch functions (test/bench/vendorBench.ts). */
+const URL_SCHEMA = { type: 'object', properties: { url: { type: 'string' } }, required: ['url'], additionalProperties: false } as const;
+const urlTool = (name: string, run: (url: string) => Promise<unknown>): Tool => ({
+  name,
+  description: `Fetches a URL (${name}).`,
+  inputSchema: URL_SCHEMA as unknown as { type: 'object' },
+  run: async (args) => JSON.stringify(await run((args as { url: string }).url)),
+});
+
+function toolsOf(m: string): Tool[] {
+  if (m === 'stdio' || m === 'http') return [echoTool('echo', plainEcho)];
+  if (m === 'stdio-context') return [echoTool('echo', contextEcho())];
+  if (m === 'fetch') {
+    return [
+      urlTool('fetch_one', async (url) => {
+        const r = await fetch(url);
+        return { status: r.status, length: (await r.text()).length };
+      }),
+      urlTool('fetch_json', async (url) => {
+        const r = await fetch(url);
+        return { items: ((await r.json()) as { items: unknown[] }).items.length };
+      }),
+    ];
+  }
+  if (m === 'catalog') {
+    const count = Number(process.argv[3]);
+    if (!Number.isInteger(count) || count < 1) throw new Error('catalog needs a tool count');
+    return Array.from({ length: count }, (_, k) => echoTool(`fn_${String(k).padStart(4, '0')}`, plainEcho));
+  }
+  return [];
+}
+const TOOLS = toolsOf(mode);
+const byName = new Map(TOOLS.map((t) => [t.name, t]));
+/** Each tool's validator, made on its first call (a large catalog does not compile them all at start). */
+const validators = new Map<string, ReturnType<typeof fromJsonSchema>>();
+function validatorOf(tool: Tool): ReturnType<typeof fromJsonSchema> {
+  let v = validators.get(tool.name);
+  if (!v) validators.set(tool.name, (v = fromJsonSchema(tool.inputSchema as unknown as Schema)));
+  return v;
+}
+const LISTED = TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
 
 const factory: McpServerFactory = () => {
   const server = new Server({ name: 'bench-plain', version: '0.0.0' }, { capabilities: { tools: { listChanged: true }, logging: {} } });
-  server.setRequestHandler('tools/list', () => ({ tools: [TOOL] }));
+  server.setRequestHandler('tools/list', () => ({ tools: LISTED }));
   server.setRequestHandler('tools/call', async (request): Promise<CallToolResult> => {
-    if (request.params.name !== TOOL.name) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-    const checked = await validator['~standard'].validate(request.params.arguments ?? {});
+    const found = byName.get(request.params.name);
+    if (!found) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    const checked = await validatorOf(found)['~standard'].validate(request.params.arguments ?? {});
     if (checked.issues) return { isError: true, content: [{ type: 'text', text: `Invalid arguments: ${checked.issues.map((i) => i.message).join('; ')}` }] };
     try {
-      return { content: [{ type: 'text', text: echo(checked.value as EchoArgs) }] };
+      return { content: [{ type: 'text', text: await found.run(checked.value) }] };
     } catch (error) {
       return { isError: true, content: [{ type: 'text', text: String(error instanceof Error ? error.message : error) }] };
     }
@@ -66,7 +122,7 @@ const factory: McpServerFactory = () => {
 const onerror = (error: Error): void => void process.stderr.write(`plain: ${error.message}\n`);
 process.on('unhandledRejection', (error) => process.stderr.write(`plain: unhandled rejection: ${String(error)}\n`));
 
-if (mode === 'stdio' || mode === 'stdio-context') {
+if (mode === 'stdio' || mode === 'stdio-context' || mode === 'fetch' || mode === 'catalog') {
   const handle = serveStdio(factory, { onerror });
   const stop = (): void => void handle.close().finally(() => process.exit(0));
   process.stdin.once('end', stop);
@@ -99,6 +155,6 @@ if (mode === 'stdio' || mode === 'stdio-context') {
   process.stdin.once('end', stop);
   process.stdin.once('close', stop);
 } else {
-  process.stderr.write(`usage: node test/bench/plainServer.ts stdio|stdio-context|http\n`);
+  process.stderr.write(`usage: node test/bench/plainServer.ts stdio|stdio-context|http|fetch|catalog N\n`);
   process.exit(2);
 }

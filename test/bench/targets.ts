@@ -276,10 +276,11 @@ export function plainStdioContext(): StdioSpec {
   return { key: 'plain-stdio-ctx', label: 'plain SDK server + fresh context (stdio)', command: process.execPath, args: [NO_SNAPSHOT, PLAIN_SERVER, 'stdio-context'] };
 }
 
-/**
- * Spawns a stdio server behind a v2 client and waits for its first tools/list answer.
- * `startupMs` runs from just before the spawn to that answer.
- */
+/** The plain server in another mode of plainServer.ts (fetch, catalog N). */
+export function plainStdioMode(mode: 'fetch' | 'catalog', extra: string[] = []): StdioSpec {
+  return { key: `plain-${mode}`, label: `plain SDK server (${[mode, ...extra].join(' ')})`, command: process.execPath, args: [PLAIN_SERVER, mode, ...extra] };
+}
+
 /** A tools/call answer as it came, unchecked: for functions that are meant to fail. */
 export interface RawOutcome {
   ms: number;
@@ -291,10 +292,19 @@ export interface RawOutcome {
   error?: string;
 }
 
-export async function startStdio(
-  spec: StdioSpec,
-  timeoutMs = 20_000,
-): Promise<Target & { startupMs: number; toolNames: string[]; callRaw(tool: string, args: Record<string, unknown>, timeoutMs: number): Promise<RawOutcome> }> {
+export interface StdioTarget extends Target {
+  startupMs: number;
+  toolNames: string[];
+  callRaw(tool: string, args: Record<string, unknown>, timeoutMs: number): Promise<RawOutcome>;
+  /** One tools/list, timed; fails when it lists another number of tools than `expected`. */
+  list(expected: number): Promise<CallOutcome>;
+}
+
+/**
+ * Spawns a stdio server behind a v2 client and waits for its first tools/list answer.
+ * `startupMs` runs from just before the spawn to that answer.
+ */
+export async function startStdio(spec: StdioSpec, timeoutMs = 20_000): Promise<StdioTarget> {
   let stderrTail = '';
   const transport = new StdioClientTransport({ command: spec.command, args: spec.args, stderr: 'pipe', cwd: REPO });
   transport.stderr?.on('data', (chunk: Buffer) => {
@@ -329,6 +339,16 @@ export async function startStdio(
         return { ms: performance.now() - t0, isError: r.isError === true, text };
       } catch (error) {
         return { ms: performance.now() - t0, isError: false, text: '', error: message(error) };
+      }
+    },
+    async list(expected) {
+      const t0 = performance.now();
+      try {
+        const n = (await client.listTools(undefined, { timeout: CALL_TIMEOUT_MS })).tools.length;
+        const ms = performance.now() - t0;
+        return n === expected ? { ms, ok: true } : { ms, ok: false, error: `listed ${n} tools, not ${expected}` };
+      } catch (error) {
+        return { ms: performance.now() - t0, ok: false, error: message(error) };
       }
     },
     async close() {
@@ -444,4 +464,34 @@ export function subprocessTarget(modulePath: string, timeoutMs = 10_000): Target
     },
     async close() {},
   };
+}
+
+/**
+ * Sparse calls for side-by-side figures: per round, each caller in turn (the order rotating) after
+ * `gapMs` of idle; its outcome is added to its own list. Stops after `rounds` or at `until`.
+ */
+export async function alternate(callers: Array<() => Promise<CallOutcome>>, rounds: number, gapMs: number, until: number): Promise<CallOutcome[][]> {
+  const out: CallOutcome[][] = callers.map(() => []);
+  for (let r = 0; r < rounds && performance.now() < until; r++) {
+    for (let k = 0; k < callers.length; k++) {
+      const which = (r + k) % callers.length;
+      await new Promise((resolve) => setTimeout(resolve, gapMs));
+      out[which]!.push(await callers[which]!());
+    }
+  }
+  return out;
+}
+
+/** A tools/call outcome of a function whose answer is JSON text, checked by `check` (a problem, or undefined). */
+export async function checkedCall(t: StdioTarget, tool: string, args: Record<string, unknown>, check: (value: unknown) => string | undefined): Promise<CallOutcome> {
+  const r = await t.callRaw(tool, args, CALL_TIMEOUT_MS);
+  if (r.error !== undefined) return { ms: r.ms, ok: false, error: r.error };
+  if (r.isError) return { ms: r.ms, ok: false, error: `isError: ${r.text.slice(0, 300)}` };
+  let problem: string | undefined;
+  try {
+    problem = check(JSON.parse(r.text));
+  } catch {
+    problem = `not JSON: ${r.text.slice(0, 200)}`;
+  }
+  return problem === undefined ? { ms: r.ms, ok: true } : { ms: r.ms, ok: false, error: problem };
 }
