@@ -31,3 +31,6 @@ export function echoProblem(value: unknown, i: number): string | undefined {
   if (v.echo !== ECHO_TEXT || v.n !== i * 2) return `wrong answer: ${JSON.stringify(value).slice(0, 200)}`;
   return undefined;
 }
+
+/** The input of the fetch functions and the plain server's fetch tools: the vendor URL to request. */
+export const URL_INPUT_SCHEMA = { type: 'object' as const, properties: { url: { type: 'string' } }, required: ['url'], additionalProperties: false };

@@ -22,7 +22,7 @@ import { localhostHostValidation, localhostOriginValidation, toNodeHandler } fro
 import ivm from 'isolated-vm';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ECHO_INPUT_SCHEMA } from './fixture.ts';
+import { ECHO_INPUT_SCHEMA, URL_INPUT_SCHEMA } from './fixture.ts';
 
 console.log = console.error; // stdout is the protocol channel in stdio mode
 
@@ -61,11 +61,10 @@ const echoTool = (name: string, run: (args: EchoArgs) => string): Tool => ({
   run: (args) => run(args as EchoArgs),
 });
 /** The URL tools of fetch mode: the same schema and answers as the product's fetch functions (test/bench/vendorBench.ts). */
-const URL_SCHEMA = { type: 'object', properties: { url: { type: 'string' } }, required: ['url'], additionalProperties: false } as const;
 const urlTool = (name: string, run: (url: string) => Promise<unknown>): Tool => ({
   name,
   description: `Fetches a URL (${name}).`,
-  inputSchema: URL_SCHEMA as unknown as { type: 'object' },
+  inputSchema: URL_INPUT_SCHEMA as unknown as { type: 'object' },
   run: async (args) => JSON.stringify(await run((args as { url: string }).url)),
 });
 

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { stop as stopEsbuild } from 'esbuild';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
+import { URL_INPUT_SCHEMA } from './fixture.ts';
 import { alternate, checkedCall, plainStdioMode, productStdio, startStdio, type CallOutcome } from './targets.ts';
 
 export const BIG_JSON_BYTES = 8 * 1024 * 1024;
@@ -45,7 +46,6 @@ async function startVendor(): Promise<{ url: string; items: number; close(): Pro
   };
 }
 
-const URL_SCHEMA = { type: 'object' as const, properties: { url: { type: 'string' } }, required: ['url'], additionalProperties: false };
 // The same answers as plainServer.ts's fetch tools.
 const FETCH_ONE = 'export default async ({ url }, ctx) => { const r = await ctx.fetch(url); return { status: r.status, length: (await r.text()).length }; }';
 const FETCH_JSON = 'export default async ({ url }, ctx) => { const r = await ctx.fetch(url); return { items: (await r.json()).items.length }; }';
@@ -63,10 +63,10 @@ export async function fetchComparison(dataDir: string, cfg: { warmup: number; sp
     const host = new URL(vendor.url).host;
     const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
     try {
-      await engine.saveFunction({ spec: { name: 'fetch_one', description: 'One request.', inputSchema: URL_SCHEMA, allowedHosts: [host] }, source: FETCH_ONE });
+      await engine.saveFunction({ spec: { name: 'fetch_one', description: 'One request.', inputSchema: URL_INPUT_SCHEMA, allowedHosts: [host] }, source: FETCH_ONE });
       await engine.saveFunction({
         // The 8 MiB answer, parsed: above the default response size, and the parsed copy in the isolate.
-        spec: { name: 'fetch_json', description: 'One 8 MiB JSON answer.', inputSchema: URL_SCHEMA, allowedHosts: [host], memoryMb: 256, limits: { responseBytes: 2 * BIG_JSON_BYTES } },
+        spec: { name: 'fetch_json', description: 'One 8 MiB JSON answer.', inputSchema: URL_INPUT_SCHEMA, allowedHosts: [host], memoryMb: 256, limits: { responseBytes: 2 * BIG_JSON_BYTES } },
         source: FETCH_JSON,
       });
     } finally {
