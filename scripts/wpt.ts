@@ -320,11 +320,12 @@ function postShim(budgetMs: number): string {
   return `
 const __wptDone = new Promise((resolveDone) => {
   add_completion_callback((tests, status) => {
-    resolveDone({
+    // As JSON text: a test may leave Object.prototype.then set, which would make an object result a thenable.
+    resolveDone(JSON.stringify({
       harness: __wptUncaught !== null && status.status === 0 ? 1 : status.status,
       message: __wptUncaught !== null && status.status === 0 ? 'uncaught at the top level: ' + __wptUncaught : status.message == null ? null : String(status.message),
       tests: tests.map((t) => ({ name: String(t.name), status: t.status, message: t.message == null ? null : String(t.message) })),
-    });
+    }));
   });
 });
 // A test file that throws at its top level: what a browser does with an uncaught error (the harness
@@ -396,7 +397,7 @@ async function runFile(sandbox: Sandbox, server: WptServer, root: string, p: Pla
   server.python.delete(id);
   const durationMs = Date.now() - started;
   if (!outcome.ok) return { ...base, harness: 'RUN_FAILED', harnessMessage: `${outcome.error.code}: ${outcome.error.message}`, subtests: [], pythonHandlers, durationMs };
-  const value = outcome.value as { harness: number; message: string | null; tests: Array<{ name: string; status: number; message: string | null }> };
+  const value = JSON.parse(outcome.value as string) as { harness: number; message: string | null; tests: Array<{ name: string; status: number; message: string | null }> };
   return {
     ...base,
     harness: HARNESS[value.harness] ?? String(value.harness),
