@@ -15,7 +15,10 @@
 // (plainServer.ts stdio-context) is the ideal fresh-context server: the issue's figures computed
 // for it (ideal_*) bound what any design can reach on this machine. Memory figures count `callable mcp`'s sandbox host
 // processes; three memory bombs (test/bench/bombs.ts) run against a live `callable mcp` at the end,
-// with its hosts' resident size sampled from /proc. It only reports: the
+// with its hosts' resident size sampled from /proc. Then, each beside its reference in the same run:
+// ctx.fetch against Node's fetch (vendorBench.ts), 1,000 functions against the plain server with
+// 1,000 tools (catalog.ts), a fresh context with and without the web platform (platform.ts), and a
+// function importing an SDK against a plain one (sdk.ts). It only reports: the
 // exit code is 0 even when a target is missed (1 only when the bench itself could not run).
 // Every loop is bounded in count and time, every child process and temp folder is removed, and
 // everything talks to 127.0.0.1 only.
