@@ -1,7 +1,7 @@
 // The MCP overhead benchmark (issues #5 and #8).
 //
 //   npm run bench                      full run (a few minutes on 2 cores)
-//   npm run bench -- --quick           under a minute, fewer iterations
+//   npm run bench -- --quick           under two minutes, fewer iterations
 //   npm run bench -- --json FILE       also write the headline figures as JSON
 //   npm run bench -- --only fetch,sdk  only these sections (see SECTIONS), e.g. with --quick
 //
@@ -21,7 +21,7 @@
 // function importing an SDK against a plain one (sdk.ts). It only reports: the
 // exit code is 0 even when a target is missed (1 only when the bench itself could not run).
 // Every loop is bounded in count and time, every child process and temp folder is removed, and
-// everything talks to 127.0.0.1 only.
+// everything talks to 127.0.0.1 only, but the sdk section's `callable add` (the npm registry).
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { arch, cpus, platform, release, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
