@@ -34,7 +34,7 @@ async function caller(fn: string, name: string, times: number, gapMs: number): P
 }
 
 /** The keychain entry of the OAuth secret `kind` of `name` in this data folder. */
-function storedSecret(kind: 'credential' | 'oauth-refresh', name: string, of = { engine, store: keychain() }): Promise<string | undefined> {
+function storedSecret(kind: 'credential' | 'oauth-refresh' | 'oauth-client', name: string, of = { engine, store: keychain() }): Promise<string | undefined> {
   const db = new Database(join(of.engine.dataDir, DATABASE_FILE), { readonly: true });
   const installId = (db.prepare("SELECT value FROM settings WHERE key = 'install_id'").get() as { value: string }).value;
   db.close();
@@ -68,6 +68,25 @@ describe('client credentials', () => {
     const refreshes = op.tokenRequests.length - before;
     expect(refreshes).toBeGreaterThanOrEqual(2);
     expect(refreshes).toBeLessThan(10);
+  });
+
+  it('a database that refuses the save leaves no token or client secret of a new credential in the keychain', async () => {
+    const blocker = new Database(join(engine.dataDir, DATABASE_FILE));
+    blocker.exec('BEGIN IMMEDIATE');
+    try {
+      await expect(
+        engine.credentials.connect(
+          { name: 'blocked', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, clientId: MACHINE.id, scopes: [], grant: 'client_credentials' },
+          { clientSecret: MACHINE.secret },
+        ),
+      ).rejects.toThrow(/is busy: another Callable Studio process is writing/);
+    } finally {
+      blocker.exec('ROLLBACK');
+      blocker.close();
+    }
+    expect(engine.credentials.find('blocked')).toBeUndefined();
+    expect(await storedSecret('credential', 'blocked')).toBeUndefined();
+    expect(await storedSecret('oauth-client', 'blocked')).toBeUndefined();
   });
 
   it('ctx.secret gives a placeholder the host swaps for a fresh access token, across refreshes', async () => {

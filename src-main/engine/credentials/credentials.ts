@@ -159,15 +159,22 @@ export class CredentialService {
     if (this.find(spec.name) && !this.oauth.isOAuth(spec.name)) {
       throw new StudioError('bad_input', `credential "${spec.name}" exists and is not an OAuth credential; remove it first (callable credentials rm ${spec.name}) or pick another name`);
     }
+    const existed = this.find(spec.name) !== undefined;
     const config = await this.oauth.configFor(input, hooks.clientSecret !== undefined, hooks.signal);
     const tokens = await this.oauth.obtain(config, hooks);
     await this.oauth.storeSecrets(spec.name, tokens, hooks.clientSecret);
     await this.#secrets.set({ kind: 'credential', name: spec.name }, tokens.accessToken);
-    writeTransaction(this.#db, () => {
-      this.#writeSpec(spec);
-      this.oauth.writeRow(spec.name, config, tokens);
-      bumpCredentials(this.#db);
-    });
+    try {
+      writeTransaction(this.#db, () => {
+        this.#writeSpec(spec);
+        this.oauth.writeRow(spec.name, config, tokens);
+        bumpCredentials(this.#db);
+      });
+    } catch (error) {
+      // The database refused the save: a new credential leaves no tokens behind.
+      if (!existed) await Promise.all([this.oauth.forgetSecrets(spec.name), this.#secrets.delete({ kind: 'credential', name: spec.name })]).catch(() => {});
+      throw error;
+    }
     return (await this.list()).find((c) => c.name === spec.name)!;
   }
 
