@@ -209,7 +209,20 @@ describe('a keychain locked when the token needs refreshing', () => {
 });
 
 describe('what is kept', () => {
-  it('no access or refresh token in the database file, the run history or an export', async () => {
+  it('a token the resource server echoes reaches the function and a saved test only as [redacted:NAME]', async () => {
+    await defineFunction(
+      engine,
+      { name: 'echo_token', allowedHosts: [`127.0.0.1:${op.resource.port}`], credentials: ['machine'] },
+      `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/echo', { credential: 'machine' })).json()`,
+    );
+    const result = await engine.run('echo_token', {}, { caller: 'test' });
+    expect(result).toMatchObject({ ok: true, value: { ok: true, authorization: expect.stringContaining('[redacted:machine]') } });
+    const kept = await engine.tests.fromRun(result.runId, 'echoed');
+    expect(JSON.stringify(kept)).toContain('[redacted:machine]');
+    for (const token of bearersSeen(op.resource)) expect(JSON.stringify([result, kept]).includes(token)).toBe(false);
+  });
+
+  it('no access or refresh token in the database file, the run history, a saved test or an export', async () => {
     const tokens = [...bearersSeen(op.resource)];
     for (const name of ['machine', 'user']) {
       const refresh = await storedSecret('oauth-refresh', name);
@@ -217,9 +230,9 @@ describe('what is kept', () => {
     }
     expect(tokens.length).toBeGreaterThan(5);
     engine.runs.flush();
-    const history = JSON.stringify(engine.runs.list({ functionName: 'user_calls' })) + JSON.stringify(engine.runs.list({ functionName: 'machine_calls' }));
+    const history = ['user_calls', 'machine_calls', 'echo_token'].map((functionName) => JSON.stringify(engine.runs.list({ functionName }))).join('');
     const out = mkdtempSync(join(tmpdir(), 'callable-export-'));
-    engine.exportFunctions(out, ['user_calls', 'machine_calls']);
+    engine.exportFunctions(out, ['user_calls', 'machine_calls', 'echo_token']);
     const listed = JSON.stringify(await engine.credentials.list());
     for (const token of tokens) {
       expect(history.includes(token)).toBe(false);

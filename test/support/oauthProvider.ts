@@ -88,7 +88,9 @@ export async function oauthProvider(options: { accessTokenTtl?: number } = {}): 
         return;
       }
       resource.accepted++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, path: req.url, client: active.client_id, sub: active.sub ?? null }));
+      // /echo answers with the Authorization header it got, as a careless vendor's debug endpoint would.
+      const echo = req.url === '/echo' ? { authorization: req.headers.authorization } : {};
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, path: req.url, client: active.client_id, sub: active.sub ?? null, ...echo }));
     });
   });
   resource.port = vendor.port;
