@@ -93,6 +93,26 @@ export interface AdviceView {
   suggestion?: unknown;
 }
 
+/** A function's npm packages, as `callable show` lists them: each as asked for and as locked, and the bundle they make. */
+export interface PackagesView {
+  packages: Array<{ name: string; range: string; version: string }>;
+  /** How many packages the lock holds, dependencies of dependencies included. */
+  locked: number;
+  bundleBytes: number;
+}
+
+/** What adding or removing packages answers: the function saved as a new revision, and its packages now. */
+export interface SavedPackages {
+  record: FunctionRecord;
+  packages: PackagesView;
+}
+
+/** The installed packages' declaration files for the editor, at `node_modules/PKG/…` paths; `skipped`: left out to stay within the size bound. */
+export interface PackageTypesView {
+  files: Array<{ path: string; content: string }>;
+  skipped: string[];
+}
+
 export interface CredentialView extends CredentialInfo {
   /** Functions that list this credential (those in `grantedTo` may use it). */
   usedBy: string[];
@@ -153,8 +173,16 @@ export const contract = {
   'functions:revisions': method<RevisionRecord[]>()(ByName),
   'functions:restore': method<FunctionRecord>()(z.object({ name: FunctionNameSchema, revision: z.number().int().positive() }).strict()),
   'templates:list': method<TemplateInfo[]>()(None),
+  /** The function's npm packages (the editor's packages panel). */
+  'packages:list': method<PackagesView>()(ByName),
+  /** Adds packages, `name[@range]` each, as `callable add` does: installed, locked, bundled, saved as a new revision; a failure is one `bad_input` line and nothing changes. */
+  'packages:add': method<SavedPackages>()(z.object({ name: FunctionNameSchema, specs: z.array(z.string().min(1).max(400)).min(1).max(50) }).strict()),
+  /** Removes packages by name, as `callable remove` does. */
+  'packages:remove': method<SavedPackages>()(z.object({ name: FunctionNameSchema, packages: z.array(z.string().min(1).max(214)).min(1).max(50) }).strict()),
   /** Typings for the editor: `ctx` and the built-ins of the sandbox. */
   'types:runtime': method<{ dts: string }>()(None),
+  /** Typings for the editor: the declaration files of the function's installed packages, bounded in total size. */
+  'types:packages': method<PackageTypesView>()(ByName),
   /** Validates a value against a JSON Schema as a run validates its arguments (the console's form, as the user types); a schema that is not valid JSON Schema is `bad_input`. */
   'schemas:validate': method<{ problems: SchemaProblem[] }>()(z.object({ schema: z.record(z.string(), z.unknown()), value: z.unknown() }).strict()),
   /** Runs a function from the test console. `token` lets the renderer cancel it. */

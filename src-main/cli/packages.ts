@@ -1,4 +1,4 @@
-import { parseDependencySpec, specOf, StudioError, type Engine } from '../engine/index.ts';
+import { parseDependencySpec, type Engine } from '../engine/index.ts';
 import { EXIT_OK, parse, UsageError, type Command, type CommandContext } from './common.ts';
 
 const add: Command = {
@@ -14,13 +14,10 @@ const add: Command = {
     const [name, ...specs] = positionalsOf(ctx, 'add FUNCTION PACKAGE[@RANGE]…');
     const wanted = specs.map(parseDependencySpec);
     const engine = ctx.engine();
-    const current = packagesOf(engine, name);
-    const dependencies = { ...current.dependencies };
-    for (const { name: pkg, range } of wanted) dependencies[pkg] = range ?? 'latest';
-    const record = await savePackages(engine, name, dependencies, current.lock);
-    const now = packagesOf(engine, name);
+    const record = await engine.addPackages(name, specs);
+    const now = engine.packages(name);
     for (const { name: pkg } of wanted) ctx.out(`added ${pkg} ${now.versions[pkg]} (${now.dependencies[pkg]}) to ${name}`);
-    ctx.out(`${name} is at revision ${record.revision}; ${now.count} package${now.count === 1 ? '' : 's'} locked, bundle ${kilobytes(now.bundleBytes)}`);
+    ctx.out(`${name} is at revision ${record.revision}; ${now.locked} package${now.locked === 1 ? '' : 's'} locked, bundle ${kilobytes(now.bundleBytes)}`);
     return EXIT_OK;
   },
 };
@@ -36,18 +33,9 @@ const remove: Command = {
   async run(ctx) {
     const [name, ...names] = positionalsOf(ctx, 'remove FUNCTION PACKAGE…');
     const engine = ctx.engine();
-    const current = packagesOf(engine, name);
-    const dependencies = { ...current.dependencies };
-    for (const pkg of names) {
-      if (!(pkg in dependencies)) {
-        const has = Object.keys(current.dependencies);
-        throw new StudioError('bad_input', `"${pkg}" is not one of ${name}'s packages (${has.length > 0 ? `it has ${has.join(', ')}` : 'it has none'}); nothing was changed`);
-      }
-      delete dependencies[pkg];
-    }
-    const record = await savePackages(engine, name, dependencies, current.lock);
-    const now = packagesOf(engine, name);
-    ctx.out(`removed ${names.join(', ')} from ${name} (revision ${record.revision}); ${now.count > 0 ? `${now.count} package${now.count === 1 ? '' : 's'} still locked` : 'it imports no package now'}`);
+    const record = await engine.removePackages(name, names);
+    const now = engine.packages(name);
+    ctx.out(`removed ${names.join(', ')} from ${name} (revision ${record.revision}); ${now.locked > 0 ? `${now.locked} package${now.locked === 1 ? '' : 's'} still locked` : 'it imports no package now'}`);
     return EXIT_OK;
   },
 };
@@ -59,41 +47,22 @@ function positionalsOf(ctx: CommandContext, usage: string): [string, ...string[]
   return positionals as [string, ...string[]];
 }
 
-interface Packages {
-  dependencies: Record<string, string>;
-  lock: string | undefined;
-  versions: Record<string, string>;
-  count: number;
-  bundleBytes: number;
-}
-
-function packagesOf(engine: Engine, name: string): Packages {
-  const { compiled } = engine.functions.load(name);
-  const p = compiled.packages;
-  return { dependencies: p?.dependencies ?? {}, lock: p?.lock, versions: p?.versions ?? {}, count: p?.count ?? 0, bundleBytes: Buffer.byteLength(compiled.code) };
-}
-
-async function savePackages(engine: Engine, name: string, dependencies: Record<string, string>, lock: string | undefined) {
-  const fn = engine.functions.get(name);
-  return engine.saveFunction({ spec: specOf(fn), source: fn.source, packages: { dependencies, lock } });
-}
-
 /** The packages section `callable show` prints: each as asked for → as resolved, then the count and the bundle's size. */
 export function packageLines(engine: Engine, name: string): string[] {
-  const p = packagesOf(engine, name);
+  const p = engine.packages(name);
   const names = Object.keys(p.dependencies).sort();
   if (names.length === 0) return [];
   return [
     '--- packages (package.json, package-lock.json) ---',
     ...names.map((pkg) => `${pkg} ${p.dependencies[pkg]} → ${p.versions[pkg]}`),
-    `${p.count} package${p.count === 1 ? '' : 's'} locked; bundle ${kilobytes(p.bundleBytes)}`,
+    `${p.locked} package${p.locked === 1 ? '' : 's'} locked; bundle ${kilobytes(p.bundleBytes)}`,
   ];
 }
 
 /** What `callable show --json` adds: the packages as asked for and as resolved. */
 export function packagesJson(engine: Engine, name: string): { dependencies: Record<string, string>; versions: Record<string, string>; locked: number; bundleBytes: number } {
-  const p = packagesOf(engine, name);
-  return { dependencies: p.dependencies, versions: p.versions, locked: p.count, bundleBytes: p.bundleBytes };
+  const p = engine.packages(name);
+  return { dependencies: p.dependencies, versions: p.versions, locked: p.locked, bundleBytes: p.bundleBytes };
 }
 
 function kilobytes(bytes: number): string {

@@ -5,6 +5,8 @@ import { CredentialService } from './credentials/credentials.ts';
 import { FolderSecrets } from './credentials/folderSecrets.ts';
 import { secretStoreFromEnv, type SecretStore } from './credentials/secretStore.ts';
 import { PackageStore } from './functions/packages/install.ts';
+import { packageSummary, withAdded, withRemoved, type PackageSummary } from './functions/packages/edit.ts';
+import { collectTypes, type PackageTypes } from './functions/packages/types.ts';
 import { readImportableFunctions, writeFunctionFolders } from './functions/files.ts';
 import { FunctionRepository, parseSpec, type SaveInput } from './functions/repository.ts';
 import { findTemplate } from './functions/templates.ts';
@@ -42,6 +44,8 @@ export type { ProgressUpdate } from './sandbox/protocol.ts';
 export type { SandboxOptions } from './sandbox/sandbox.ts';
 export { canonicalSpecJson, readFunctionFolders } from './functions/files.ts';
 export { parseDependencySpec } from './functions/packages/install.ts';
+export type { PackageSummary } from './functions/packages/edit.ts';
+export type { PackageTypes, TypeFile } from './functions/packages/types.ts';
 export { readTemplates, type Template } from './functions/templates.ts';
 export type { Advice, AdviceKind } from './functions/advice.ts';
 export { credentialCommand, harEntries, listOperations, loadOpenApi, type CredentialSuggestion, type HarEntryInfo, type OpenApiOperation, type ScaffoldResult, type ScaffoldSource } from './functions/scaffold/index.ts';
@@ -118,6 +122,7 @@ export class Engine {
   /** Questions put to the person at the studio, across processes (approvals, elicitation forms). */
   readonly prompts: PromptDesk;
   readonly #approvals: Approvals;
+  readonly #packages: PackageStore;
   readonly #db: Db;
   readonly #secrets: FolderSecrets;
   readonly #env: NodeJS.ProcessEnv;
@@ -141,7 +146,8 @@ export class Engine {
     this.#db = openDatabase(options.dataDir, { create: options.createDataDir ?? true });
     this.#changes = changeFeed(this.#db);
     this.#env = options.env ?? process.env;
-    this.functions = new FunctionRepository(this.#db, new PackageStore(join(options.dataDir, 'packages'), this.#env));
+    this.#packages = new PackageStore(join(options.dataDir, 'packages'), this.#env);
+    this.functions = new FunctionRepository(this.#db, this.#packages);
     this.#secrets = new FolderSecrets(this.#db, options.secrets ?? secretStoreFromEnv(this.#env), this.#env);
     this.credentials = new CredentialService(this.#db, this.#secrets);
     this.runs = new RunLedger(this.#db, (notice) => this.#report({ level: notice.recovered ? 'info' : 'warning', message: notice.message }));
@@ -193,6 +199,37 @@ export class Engine {
   async saveFunction(input: SaveInput): Promise<FunctionRecord> {
     this.#checkSchemas(input.spec as { inputSchema?: object; outputSchema?: object });
     return this.functions.save(input);
+  }
+
+  /** The npm packages `name` imports: as asked for, as locked, and the bundle's size. */
+  packages(name: string): PackageSummary {
+    const { dependencies, versions, locked, bundleBytes } = packageSummary(this.functions.load(name).compiled);
+    return { dependencies, versions, locked, bundleBytes };
+  }
+
+  /** Adds (or changes the range of) npm packages, `name[@range]` each; installed, locked, bundled and saved as a new revision. */
+  async addPackages(name: string, specs: readonly string[]): Promise<FunctionRecord> {
+    const { dependencies, lock } = packageSummary(this.functions.load(name).compiled);
+    return this.#savePackages(name, withAdded(dependencies, specs), lock);
+  }
+
+  /** Removes npm packages by name (the source must no longer import them); the rest re-locked and saved as a new revision. */
+  async removePackages(name: string, names: readonly string[]): Promise<FunctionRecord> {
+    const { dependencies, lock } = packageSummary(this.functions.load(name).compiled);
+    return this.#savePackages(name, withRemoved(name, dependencies, names), lock);
+  }
+
+  async #savePackages(name: string, dependencies: Record<string, string>, lock: string | undefined): Promise<FunctionRecord> {
+    const fn = this.functions.get(name);
+    return this.saveFunction({ spec: specOf(fn), source: fn.source, packages: { dependencies, lock } });
+  }
+
+  /** The type declarations of `name`'s installed packages, for an editor (installed again from the cache if the install is gone). */
+  async packageTypes(name: string): Promise<PackageTypes> {
+    const p = this.functions.load(name).compiled.packages;
+    if (!p || Object.keys(p.dependencies).length === 0) return { files: [], skipped: [] };
+    const installed = await this.#packages.install(name, p.dependencies, p.lock);
+    return collectTypes(installed.root, Object.keys(p.dependencies));
   }
 
   /**

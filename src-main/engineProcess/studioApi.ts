@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import { contract, events, type ClientConfigs, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
+import { contract, events, type ClientConfigs, type PackagesView, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
 import { credentialCommand, defaultDataDir, formatZodError, readTemplates, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
 import { stdioConfigs, stdioLaunch } from '../mcp/clientConfig.ts';
 import type { McpHttpHost } from '../mcp/httpHost.ts';
@@ -81,6 +81,10 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
     'functions:revisions': ({ name }) => engine.functions.revisions(name),
     'functions:restore': ({ name, revision }) => engine.functions.restore(name, revision),
     'templates:list': () => readTemplates(templatesDir).map(({ id, title, description }) => ({ id, title, description })),
+    'packages:list': ({ name }) => packagesView(engine, name),
+    'packages:add': async ({ name, specs }) => ({ record: await engine.addPackages(name, specs), packages: packagesView(engine, name) }),
+    'packages:remove': async ({ name, packages }) => ({ record: await engine.removePackages(name, packages), packages: packagesView(engine, name) }),
+    'types:packages': ({ name }) => engine.packageTypes(name),
     'types:runtime': () => ({ dts: readFileSync(join(host.resourcesDir, 'types', 'callable.d.ts'), 'utf8') }),
     'schemas:validate': ({ schema, value }) => ({ problems: engine.schemaProblems(schema, value) }),
     'runs:start': async ({ name, args, token }) => {
@@ -233,6 +237,14 @@ function openPrompts(host: StudioHost, emit: (pending: PromptView[]) => void): (
     stopWatch();
     host.engine.prompts.closeStudio();
   };
+}
+
+function packagesView(engine: Engine, name: string): PackagesView {
+  const p = engine.packages(name);
+  const packages = Object.keys(p.dependencies)
+    .sort()
+    .map((pkg) => ({ name: pkg, range: p.dependencies[pkg]!, version: p.versions[pkg] ?? '?' }));
+  return { packages, locked: p.locked, bundleBytes: p.bundleBytes };
 }
 
 function clientConfigs(host: StudioHost, profile: string | undefined): ClientConfigs {
