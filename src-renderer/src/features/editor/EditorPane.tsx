@@ -4,7 +4,8 @@ import type { RevisionRecord } from '../../../../src-preload/model.ts';
 import { asUiError, studio } from '../../api/studio.ts';
 import { app, toast } from '../../store/app.ts';
 import { draft, editSource, saveDraft, ungrantedOf } from '../../store/draft.ts';
-import { monaco, setArgsTypes, setRuntimeTypes } from './monaco.ts';
+import { PackagesPanel } from '../packages/PackagesPanel.tsx';
+import { monaco, setArgsTypes, setPackageTypes, setRuntimeTypes } from './monaco.ts';
 import { argsDeclarations } from './schemaToTs.ts';
 
 let runtimeTypesLoaded: Promise<void> | undefined;
@@ -17,8 +18,10 @@ export function EditorPane() {
   const problems = draft.use((s) => s.problems);
   const error = draft.use((s) => s.error);
   const ungranted = draft.use((s) => s.ungranted);
+  const recordName = record?.name;
   const editorRef = useRef<Parameters<OnMount>[0] | null>(null);
   const [showHistory, setShowHistory] = useState(false);
+  const [showPackages, setShowPackages] = useState(false);
 
   useEffect(() => {
     runtimeTypesLoaded ??= studio.types.runtime({}).then(({ dts }) => setRuntimeTypes(dts));
@@ -28,9 +31,22 @@ export function EditorPane() {
     setArgsTypes(argsDeclarations(inputSchema));
   }, [inputSchema]);
 
+  // The packages' own declarations, for completions and type errors while typing (a save may change the packages).
+  const revision = record?.revision;
+  useEffect(() => {
+    if (!recordName) return;
+    let current = true;
+    studio.types.packages({ name: recordName }).then(
+      ({ files }) => current && setPackageTypes(files),
+      () => current && setPackageTypes([]),
+    );
+    return () => {
+      current = false;
+    };
+  }, [recordName, revision]);
+
   // Which listed credentials are not granted yet: on opening the function and on coming back to the
   // editor (a grant may have been made meanwhile). A save answers it by itself, so only the name counts.
-  const recordName = record?.name;
   useEffect(() => {
     const opened = draft.get().record;
     if (!opened || opened.name !== recordName) return;
@@ -92,6 +108,9 @@ export function EditorPane() {
             {language === 'ts' ? 'TypeScript' : 'JavaScript'} · revision {record.revision} · <kbd>Ctrl/Cmd+S</kbd> saves
           </span>
           <span style={{ flex: 1 }} />
+          <button onClick={() => setShowPackages(!showPackages)} aria-pressed={showPackages}>
+            Packages
+          </button>
           <button onClick={() => setShowHistory(!showHistory)}>{showHistory ? 'Hide history' : 'Source history'}</button>
         </div>
         <div className="editor-host" data-testid="code-editor">
@@ -107,6 +126,7 @@ export function EditorPane() {
           />
         </div>
       </div>
+      {showPackages && <PackagesPanel name={record.name} />}
       {showHistory && <RevisionHistory name={record.name} />}
     </div>
   );

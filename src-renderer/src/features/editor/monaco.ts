@@ -29,6 +29,7 @@ monaco.typescript.javascriptDefaults.setCompilerOptions({ ...compilerOptions, al
 
 let runtimeLib: monaco.IDisposable[] = [];
 let argsLib: monaco.IDisposable[] = [];
+let packagesLib: monaco.IDisposable[] = [];
 
 /** The sandbox's typings (`ctx`, built-ins), from resources/types/callable.d.ts. */
 export function setRuntimeTypes(dts: string): void {
@@ -40,6 +41,15 @@ export function setRuntimeTypes(dts: string): void {
 export function setArgsTypes(dts: string): void {
   for (const d of argsLib) d.dispose();
   argsLib = [monaco.typescript.typescriptDefaults.addExtraLib(dts, 'file:///args.d.ts'), monaco.typescript.javascriptDefaults.addExtraLib(dts, 'file:///args.d.ts')];
+}
+
+/** The function's npm packages' own declarations, at file:///node_modules/PKG/… so a bare import resolves as it does on disk. */
+export function setPackageTypes(files: ReadonlyArray<{ path: string; content: string }>): void {
+  for (const d of packagesLib) d.dispose();
+  packagesLib = files.flatMap(({ path, content }) => [
+    monaco.typescript.typescriptDefaults.addExtraLib(content, `file:///${path}`),
+    monaco.typescript.javascriptDefaults.addExtraLib(content, `file:///${path}`),
+  ]);
 }
 
 export { monaco };
