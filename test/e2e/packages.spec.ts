@@ -13,7 +13,7 @@ describe('npm packages in the studio', () => {
       manifest: { main: 'index.js', types: 'index.d.ts' },
       files: {
         'index.js': 'exports.greet = (name) => `hello, ${name}`;',
-        'index.d.ts': 'export declare function greet(name: string): string;\nexport declare function greetTwice(name: string): string;\n',
+        'index.d.ts': 'export declare function greet(name: string): string;\nexport declare class Client {\n  chat: { completions: { create(body: { model: string }): Promise<string> } };\n}\n',
       },
     });
     registry = await fixtureRegistry([greeter('1.0.0'), greeter('1.1.0')]);
@@ -51,7 +51,9 @@ describe('npm packages in the studio', () => {
     expect((await session.studio.call('functions:get', { name: 'hello' })).revision).toBe(2);
     await session.ui.screenshot('packages-01-added');
 
-    // The package's own declarations reach the editor: greet(1) is a type error while typing, before any save.
+    // The package's own declarations reach the editor, read from the install (the registry is not asked):
+    // greet(1) is a type error while typing, before any save, and a client's methods complete.
+    const asked = registry.requests.length;
     await session.ui.replaceCode(importing('1'));
     const editor = page.locator('[data-testid=code-editor] .monaco-editor');
     await editor.locator('.squiggly-error').first().waitFor({ timeout: 30_000 });
@@ -62,6 +64,12 @@ describe('npm packages in the studio', () => {
     expect(await marker.textContent()).toContain("Argument of type 'number' is not assignable to parameter of type 'string'");
     await session.ui.screenshot('packages-02-type-error');
     await page.keyboard.press('Escape');
+    await session.ui.replaceCode("import { Client } from 'greeter';\n\nexport default async function () {\n  const client = new Client();\n  return client.chat.completions");
+    await page.keyboard.type('.');
+    const suggestion = page.locator('.suggest-widget .monaco-list-row', { hasText: 'create' });
+    await suggestion.waitFor({ timeout: 30_000 });
+    await session.ui.screenshot('packages-03-completion');
+    await page.keyboard.press('Escape');
 
     // With a string it type-checks (no error marker at all: the import resolved) and saves with the package.
     await session.ui.replaceCode(importing("'Ada'"));
@@ -69,6 +77,7 @@ describe('npm packages in the studio', () => {
     await session.ui.save();
     await expect.poll(async () => (await session.studio.call('functions:get', { name: 'hello' })).revision).toBe(3);
     expect(await session.studio.call('runs:start', { name: 'hello', args: {}, token: 'greet-run' })).toMatchObject({ ok: true, value: { text: 'hello, Ada' } });
+    expect(registry.requests.length).toBe(asked);
 
     // An unknown package: the engine's one line, and nothing changed.
     await panel.getByLabel('Package to add').fill('no-such-package');
@@ -77,7 +86,7 @@ describe('npm packages in the studio', () => {
     await error.waitFor({ timeout: 60_000 });
     expect(await error.textContent()).toBe(`hello: the package "no-such-package" is not in the registry ${registry.url}; check its name (callable remove hello no-such-package drops it)`);
     expect((await session.studio.call('functions:get', { name: 'hello' })).revision).toBe(3);
-    await session.ui.screenshot('packages-03-unknown');
+    await session.ui.screenshot('packages-04-unknown');
 
     // Removing a package the saved source still imports is refused with the compile error; without the import it goes.
     await row.getByRole('button', { name: 'Remove greeter' }).click();

@@ -83,6 +83,20 @@ describe('collectTypes', () => {
     expect(skipped).toEqual(['node_modules/huge/c.d.ts']);
   });
 
+  it('sends at most 16 MiB by default, and no single file over 4 MiB', () => {
+    const chunk = (name: string, size: number): string => `export declare const ${name}: "${'y'.repeat(size)}";\n`;
+    const { root } = install({
+      'node_modules/sdk/package.json': manifest({ name: 'sdk', types: 'index.d.ts' }),
+      'node_modules/sdk/index.d.ts': ['a', 'b', 'c', 'd', 'e', 'huge'].map((n) => `export * from './${n}';`).join('\n'),
+      ...Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((n) => [`node_modules/sdk/${n}.d.ts`, chunk(n, 3_900_000)])),
+      'node_modules/sdk/huge.d.ts': chunk('huge', 4 * 1024 * 1024 + 1),
+    });
+    const { files, skipped } = collectTypes(root, ['sdk']);
+    expect(files.reduce((n, f) => n + Buffer.byteLength(f.content), 0)).toBeLessThanOrEqual(16 * 1024 * 1024);
+    expect(files.map((f) => f.path)).toEqual(['node_modules/sdk/package.json', 'node_modules/sdk/index.d.ts', ...['a', 'b', 'c', 'd'].map((n) => `node_modules/sdk/${n}.d.ts`)]);
+    expect(skipped).toEqual(['node_modules/sdk/e.d.ts', 'node_modules/sdk/huge.d.ts']);
+  });
+
   it('finds a package without "types" by index.d.ts, and @types/NAME beside it', () => {
     const { root } = install({
       'node_modules/plain/package.json': manifest({ name: 'plain', main: 'index.js' }),
