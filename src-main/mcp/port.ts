@@ -8,6 +8,8 @@ import type { ApprovalOutcome, ApprovalRequest } from '../engine/index.ts';
 export interface McpEnginePort {
   readonly functions: {
     list(): FunctionRecord[];
+    /** A number that moves whenever any process changes the functions or profiles. */
+    catalogVersion(): number;
     load(name: string): { record: FunctionRecord };
   };
   readonly profiles: {

@@ -35,6 +35,8 @@ export class ToolServer {
   /** Instances that live for a connection or session: "allow for this session" is remembered on them. */
   readonly #sessions = new WeakSet<Server>();
   #warmed = false;
+  /** The tools/list answer for one catalog version: it depends on nothing else. */
+  #tools: { version: number; tools: Tool[] } | undefined;
 
   constructor(engine: Engine, options: ToolServerOptions) {
     this.#engine = engine;
@@ -237,6 +239,12 @@ export class ToolServer {
   }
 
   #listTools(): Tool[] {
+    const version = this.#engine.functions.catalogVersion();
+    if (this.#tools?.version !== version) this.#tools = { version, tools: this.#buildTools() };
+    return this.#tools.tools;
+  }
+
+  #buildTools(): Tool[] {
     const functions = this.#functions();
     const tools: Tool[] = functions.map(toolOf);
     if (this.#profile()?.metaTools) {

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.ts';
 import { corruptionOf, nowIso, writeTransaction } from '../store/database.ts';
-import { bumpCatalog, catalogVersion } from '../store/catalog.ts';
+import { bumpCatalog } from '../store/catalog.ts';
 import {
   FunctionNameSchema,
   FunctionSpecSchema,
@@ -78,8 +78,7 @@ export class FunctionRepository {
   }
 
   #fresh(): void {
-    const row = this.#catalogVersion.get() as { value: string } | undefined;
-    const version = row ? Number(row.value) : 0;
+    const version = this.catalogVersion();
     if (version === this.#cachedAt) return;
     this.#cachedAt = version;
     this.#list = undefined;
@@ -88,7 +87,8 @@ export class FunctionRepository {
 
   list(): FunctionRecord[] {
     this.#fresh();
-    this.#list ??= this.#read(() => this.#db.prepare('SELECT * FROM functions ORDER BY name').all() as Row[]).map(toRecord);
+    // Without the compiled bundles: a listing never runs them, and they are most of each row.
+    this.#list ??= this.#read(() => this.#db.prepare(`SELECT ${RECORD_COLUMNS} FROM functions ORDER BY name`).all() as Array<Omit<Row, 'compiled'>>).map(toRecord);
     return this.#list.map((r) => ({ ...r }));
   }
 
@@ -256,7 +256,7 @@ export class FunctionRepository {
 
   /** A number that changes whenever any process changes the set of functions. */
   catalogVersion(): number {
-    return catalogVersion(this.#db);
+    return Number((this.#catalogVersion.get() as { value: string } | undefined)?.value ?? 0);
   }
 
   #bumpCatalog(): void {
@@ -271,7 +271,10 @@ function samePackages(storedCompiled: string, compiled: CompiledFunction): boole
   return (stored?.lock ?? '') === (compiled.packages?.lock ?? '') && JSON.stringify(stored?.dependencies ?? {}) === JSON.stringify(compiled.packages?.dependencies ?? {});
 }
 
-function toRecord(row: Row): FunctionRecord {
+/** The columns a FunctionRecord is made of (every one but the compiled bundle). */
+const RECORD_COLUMNS = 'id, name, spec, source, enabled, revision, created_at, updated_at';
+
+function toRecord(row: Omit<Row, 'compiled'>): FunctionRecord {
   const spec = JSON.parse(row.spec) as FunctionSpec;
   return { ...spec, enabled: row.enabled === 1, id: row.id, source: row.source, revision: row.revision, createdAt: row.created_at, updatedAt: row.updated_at };
 }
