@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as oauth from 'oauth4webapi';
@@ -496,7 +496,8 @@ async function loopbackRedirect(
   });
   url.catch(() => {});
   let pending: import('node:http').ServerResponse | undefined;
-  const server: Server = createServer((req, res) => {
+  // Not an ES import: node:http's module namespace reads its lazy exports, loading undici (~100 ms of every CLI start).
+  const server: Server = process.getBuiltinModule('node:http').createServer((req, res) => {
     const here = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (here.pathname !== '/callback' || pending) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found');
