@@ -307,7 +307,7 @@ const runs: Command = {
 
 const credentials: Command = {
   usage:
-    'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] [--grant FUNCTION…] | connect NAME --issuer URL --client-id ID --host HOST… [--scope "a b"] [--grant code|device|client_credentials] [--client-secret-stdin] [--no-browser] [--authorize-url URL --token-url URL] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
+    'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] [--grant FUNCTION…] | connect NAME (--preset NAME | --issuer URL --host HOST…) --client-id ID [--scope "a b"] [--grant code|device|client_credentials] [--client-secret-stdin] [--no-browser] [--authorize-url URL --token-url URL] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
   createsDataDir: (args) => args[0] === 'set' || args[0] === 'connect',
   summary:
     'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
@@ -327,6 +327,7 @@ const credentials: Command = {
   examples: [
     `printf %s "$DEEPL_KEY" | callable credentials set deepl --host api-free.deepl.com --header Authorization --template 'DeepL-Auth-Key {secret}' --grant deepl_translate`,
     'callable credentials grant deepl deepl_translate',
+    'callable credentials connect google --preset google --client-id ID.apps.googleusercontent.com --client-secret-stdin',
     'callable credentials connect graph --issuer https://login.microsoftonline.com/common/v2.0 --client-id ID --host graph.microsoft.com --scope "User.Read offline_access"',
     'callable credentials list',
   ],

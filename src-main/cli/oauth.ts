@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { PRESET_NAMES } from '../engine/index.ts';
 import type { OAuthGrant } from '../engine/model/index.ts';
 import { EXIT_OK, parse, UsageError, type CliIo, type CommandContext } from './common.ts';
 
@@ -6,6 +7,7 @@ const GRANTS: readonly OAuthGrant[] = ['code', 'device', 'client_credentials'];
 
 export const CONNECT_OPTIONS: Array<[string, string]> = [
   ['connect NAME', 'connects an OAuth 2 account: runs the grant, keeps the tokens in the OS keychain and refreshes them on this host'],
+  ['--preset NAME', `a provider's URLs, default scopes and API hosts (${PRESET_NAMES.join(', ')}); flags given override them`],
   ['--issuer URL', 'the authorization server, found by discovery (OpenID or RFC 8414)'],
   ['--client-id ID', 'the OAuth client id registered with the server'],
   ['--scope "a b"', 'the scopes to ask for, separated by spaces'],
@@ -32,6 +34,7 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
       'authorize-url': { type: 'string' },
       'token-url': { type: 'string' },
       timeout: { type: 'string' },
+      preset: { type: 'string' },
     },
     1,
   );
@@ -39,8 +42,10 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
   const grant = (values.grant ?? 'code') as OAuthGrant;
   if (!GRANTS.includes(grant)) throw new UsageError(`--grant must be code, device or client_credentials, not "${values.grant}"`);
   if (!values['client-id']) throw new UsageError('give --client-id ID (the client registered with the authorization server)');
-  if (!values.host || values.host.length === 0) throw new UsageError('give at least one --host the tokens may be sent to');
-  if (values.issuer === undefined && values['token-url'] === undefined) throw new UsageError('give --issuer URL (discovery), or --token-url URL (and --authorize-url URL for --grant code)');
+  const preset = values.preset;
+  if (preset !== undefined && !PRESET_NAMES.includes(preset)) throw new UsageError(`no preset "${preset}"; the presets are ${PRESET_NAMES.join(', ')}`);
+  if (preset === undefined && (!values.host || values.host.length === 0)) throw new UsageError('give at least one --host the tokens may be sent to');
+  if (preset === undefined && values.issuer === undefined && values['token-url'] === undefined) throw new UsageError('give --issuer URL (discovery), or --token-url URL (and --authorize-url URL for --grant code)');
   const timeoutS = values.timeout === undefined ? 300 : Number(values.timeout);
   if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 3600) throw new UsageError(`--timeout must be a whole number of seconds from 1 to 3600, not "${values.timeout}"`);
   let clientSecret: string | undefined;
@@ -52,7 +57,8 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
   const info = await ctx.engine().credentials.connect(
     {
       name,
-      hosts: values.host,
+      hosts: values.host ?? [],
+      preset,
       issuer: values.issuer,
       authorizeUrl: values['authorize-url'],
       tokenUrl: values['token-url'],

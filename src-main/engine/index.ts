@@ -39,6 +39,7 @@ import { Approvals, needsApproval, type ApprovalOutcome, type ApprovalRequest } 
 export * from './model/index.ts';
 export type { SecretStore } from './credentials/secretStore.ts';
 export { KeychainSecretStore, EnvSecretStore, MemorySecretStore, KEYCHAIN_SERVICE } from './credentials/secretStore.ts';
+export { OAUTH_PRESETS, PRESET_NAMES, type OAuthPreset } from './credentials/oauthPresets.ts';
 export type { Resolver } from './net/guardedFetch.ts';
 export type { ProgressUpdate } from './sandbox/protocol.ts';
 export type { SandboxOptions } from './sandbox/sandbox.ts';

@@ -134,6 +134,38 @@ describe('callable credentials connect', () => {
     expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected manual (scopes: read)\n' });
   });
 
+  it('--preset fills the API hosts and authorize parameters; --authorize-url and --token-url override its server, end to end', async () => {
+    const data = tempDir();
+    const browser = fakeBrowser();
+    const run = cli(['credentials', 'connect', 'box', '--preset', 'dropbox', '--authorize-url', `${op.issuer}/auth`, '--token-url', `${op.issuer}/token`, '--client-id', APP.id, '--scope', 'read', '--data-dir', data], {
+      env: browser.env,
+    });
+    await until(() => existsSync(browser.opened) && readFileSync(browser.opened, 'utf8').length > 0, 'the browser to be opened');
+    const url = new URL(readFileSync(browser.opened, 'utf8'));
+    expect(url.origin + url.pathname).toBe(`${op.issuer}/auth`);
+    expect(url.searchParams.get('token_access_type')).toBe('offline');
+    expect(url.searchParams.get('code_challenge_method')).toBe('S256');
+    await signIn(url.href, 'dee');
+    const done = await run;
+    expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected box (scopes: read)\n' });
+    const [entry] = JSON.parse((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout) as Array<Record<string, unknown>>;
+    expect(entry).toMatchObject({ name: 'box', kind: 'oauth', state: 'connected', hosts: ['api.dropboxapi.com', 'content.dropboxapi.com'], issuer: op.issuer });
+  });
+
+  it('--preset refuses a grant its provider lacks, a missing client secret and an unknown name: one line, exit 2, nothing saved', async () => {
+    const data = tempDir();
+    const device = await cli(['credentials', 'connect', 'box', '--preset', 'dropbox', '--grant', 'device', '--client-id', 'c', '--data-dir', data]);
+    expect(device).toMatchObject({ code: 2, stdout: '' });
+    expect(device.stderr).toBe('callable credentials: the dropbox preset does not support --grant device (it supports code)\n');
+    const noSecret = await cli(['credentials', 'connect', 'gh', '--preset', 'github', '--client-id', 'c', '--no-browser', '--data-dir', data]);
+    expect(noSecret).toMatchObject({ code: 2 });
+    expect(noSecret.stderr).toBe('callable credentials: github needs the client secret for --grant code: pass it on standard input with --client-secret-stdin\n');
+    const unknown = await cli(['credentials', 'connect', 'x', '--preset', 'gitlab', '--client-id', 'c', '--data-dir', data]);
+    expect(unknown).toMatchObject({ code: 2 });
+    expect(unknown.stderr).toContain('no preset "gitlab"; the presets are github, google, microsoft, slack, notion, hubspot, atlassian, linear, dropbox, spotify');
+    expect((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout.trim()).toBe('[]');
+  });
+
   it('--grant device prints the verification URL and user code, polls while the user approves elsewhere, and exits 0 connected', async () => {
     const data = tempDir();
     const child = spawn(CALLABLE_COMMAND.command, [

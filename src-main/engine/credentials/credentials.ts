@@ -17,6 +17,7 @@ import { credentialNotListedMessage } from '../model/toolResults.ts';
 import type { CredentialInjection } from '../net/guardedFetch.ts';
 import { FolderSecrets } from './folderSecrets.ts';
 import { OAuthCredentials, type ConnectHooks } from './oauth.ts';
+import { withPreset } from './oauthPresets.ts';
 import type { SecretStore } from './secretStore.ts';
 
 interface Row {
@@ -151,7 +152,8 @@ export class CredentialService {
    * Connects an OAuth 2 credential: runs the grant, then stores the tokens in the keychain and the
    * rest in the database. Connecting again replaces the tokens and keeps the grants to functions.
    */
-  async connect(input: OAuthConnectInput, hooks: ConnectHooks = {}): Promise<CredentialInfo> {
+  async connect(given: OAuthConnectInput, hooks: ConnectHooks = {}): Promise<CredentialInfo> {
+    const input = withPreset(given, hooks.clientSecret !== undefined);
     const parsed = CredentialSpecSchema.safeParse({ name: input.name, hosts: input.hosts, placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } });
     if (!parsed.success) throw new StudioError('bad_input', `credential: ${formatZodError(parsed.error)}`);
     const spec = parsed.data;

@@ -30,6 +30,9 @@ interface OAuthConfig {
   clientSecret: boolean;
   scopes: string[];
   grant: OAuthGrant;
+  clientAuth?: 'basic' | 'post' | undefined;
+  authorizeParams?: Record<string, string> | undefined;
+  scopeDelimiter?: string | undefined;
 }
 
 interface Row {
@@ -114,7 +117,15 @@ export class OAuthCredentials {
 
   /** The server's endpoints: discovered from the issuer (OpenID first, then RFC 8414), or the explicit URLs. */
   async configFor(input: OAuthConnectInput, hasSecret: boolean, signal?: AbortSignal): Promise<OAuthConfig> {
-    const base = { clientId: input.clientId, clientSecret: hasSecret, scopes: input.scopes, grant: input.grant };
+    const base = {
+      clientId: input.clientId,
+      clientSecret: hasSecret,
+      scopes: input.scopes,
+      grant: input.grant,
+      clientAuth: input.clientAuth,
+      authorizeParams: input.authorizeParams,
+      scopeDelimiter: input.scopeDelimiter,
+    };
     if (input.tokenUrl !== undefined) {
       const tokenEndpoint = checkedUrl(input.tokenUrl, '--token-url');
       if (input.grant === 'code' && input.authorizeUrl === undefined) throw new StudioError('bad_input', '--grant code needs --authorize-url beside --token-url (or --issuer alone, for discovery)');
@@ -124,6 +135,7 @@ export class OAuthCredentials {
         tokenEndpoint,
         authorizationEndpoint: input.authorizeUrl === undefined ? undefined : checkedUrl(input.authorizeUrl, '--authorize-url'),
         revocationEndpoint: input.revocationUrl === undefined ? undefined : checkedUrl(input.revocationUrl, '--revocation-url'),
+        deviceEndpoint: input.deviceUrl === undefined ? undefined : checkedUrl(input.deviceUrl, '--device-url'),
       };
     }
     if (input.issuer === undefined) throw new StudioError('bad_input', 'give --issuer URL (discovery), or --token-url (and --authorize-url for --grant code)');
@@ -168,7 +180,8 @@ export class OAuthCredentials {
       url.searchParams.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
       url.searchParams.set('code_challenge_method', 'S256');
       url.searchParams.set('state', state);
-      if (config.scopes.length > 0) url.searchParams.set('scope', config.scopes.join(' '));
+      if (config.scopes.length > 0) url.searchParams.set('scope', config.scopes.join(config.scopeDelimiter ?? ' '));
+      for (const [key, value] of Object.entries(config.authorizeParams ?? {})) url.searchParams.set(key, value);
       hooks.onAuthorizeUrl?.(url.href);
       const returned = await callback.url;
       let params: URLSearchParams;
@@ -399,7 +412,7 @@ function parts(config: OAuthConfig, clientSecret: string | undefined): { as: oau
     ...(config.revocationEndpoint ? { revocation_endpoint: config.revocationEndpoint } : {}),
     ...(config.deviceEndpoint ? { device_authorization_endpoint: config.deviceEndpoint } : {}),
   };
-  return { as, client: { client_id: config.clientId }, auth: clientSecret ? oauth.ClientSecretBasic(clientSecret) : oauth.None() };
+  return { as, client: { client_id: config.clientId }, auth: !clientSecret ? oauth.None() : config.clientAuth === 'post' ? oauth.ClientSecretPost(clientSecret) : oauth.ClientSecretBasic(clientSecret) };
 }
 
 /** Runs a token endpoint exchange; the server's refusal becomes one line that starts with its error code. */

@@ -58,7 +58,16 @@ export interface OAuthConnectInput {
   authorizeUrl?: string | undefined;
   tokenUrl?: string | undefined;
   revocationUrl?: string | undefined;
+  deviceUrl?: string | undefined;
   clientId: string;
   scopes: string[];
   grant: OAuthGrant;
+  /** A provider preset (github, google, …) that fills the server, hosts and scopes left out. */
+  preset?: string | undefined;
+  /** How the client secret is sent: HTTP Basic (the default) or in the form body. */
+  clientAuth?: 'basic' | 'post' | undefined;
+  /** Extra authorization request parameters. */
+  authorizeParams?: Record<string, string> | undefined;
+  /** How scopes are joined in the authorization request, when not by a space. */
+  scopeDelimiter?: string | undefined;
 }
