@@ -100,6 +100,20 @@ describe('npm packages in the studio', () => {
     expect(await panel.getByTestId('packages-error').count()).toBe(0);
     expect((await session.studio.call('packages:list', { name: 'hello' })).packages).toEqual([]);
     expect((await session.studio.call('functions:get', { name: 'hello' })).revision).toBe(5);
+
+    // Added elsewhere (as `callable add` in a terminal would): the panel and the editor's types follow.
+    await session.studio.call('packages:add', { name: 'hello', specs: ['greeter@1.0.0'] });
+    await expect.poll(() => row.textContent(), { timeout: 30_000 }).toContain('1.0.0');
+    await session.ui.replaceCode(importing('2'));
+    await editor.locator('.squiggly-error').first().waitFor({ timeout: 30_000 });
+    await editor.locator('.view-lines').click();
+    // Until the types arrive the first problem is the unresolved import: look again at the next problem each time.
+    await expect
+      .poll(async () => {
+        await page.keyboard.press('F8');
+        return page.locator('.marker-widget').textContent();
+      }, { timeout: 30_000 })
+      .toContain("Argument of type 'number' is not assignable to parameter of type 'string'");
     expect(session.studio.pageErrors).toEqual([]);
   }, 180_000);
 });

@@ -31,19 +31,32 @@ export function EditorPane() {
     setArgsTypes(argsDeclarations(inputSchema));
   }, [inputSchema]);
 
-  // The packages' own declarations, for completions and type errors while typing (a save may change the packages).
-  const revision = record?.revision;
+  // The packages' own declarations, for completions and type errors while typing: loaded again when
+  // the function's packages change (the panel, or `callable add` in another process).
   useEffect(() => {
     if (!recordName) return;
     let current = true;
-    studio.types.packages({ name: recordName }).then(
-      ({ files }) => current && setPackageTypes(files),
-      () => current && setPackageTypes([]),
-    );
+    let loaded: string | undefined;
+    const refresh = async (): Promise<void> => {
+      try {
+        const { packages } = await studio.packages.list({ name: recordName });
+        const key = JSON.stringify(packages);
+        if (!current || key === loaded) return;
+        loaded = key;
+        const { files } = packages.length > 0 ? await studio.types.packages({ name: recordName }) : { files: [] };
+        if (current) setPackageTypes(files);
+      } catch {
+        loaded = undefined;
+        if (current) setPackageTypes([]);
+      }
+    };
+    void refresh();
+    const off = studio.on('catalog:changed', () => void refresh());
     return () => {
       current = false;
+      off();
     };
-  }, [recordName, revision]);
+  }, [recordName]);
 
   // Which listed credentials are not granted yet: on opening the function and on coming back to the
   // editor (a grant may have been made meanwhile). A save answers it by itself, so only the name counts.

@@ -19,14 +19,20 @@ export function PackagesPanel({ name }: { name: string }) {
   const [busy, setBusy] = useState<string>();
   const [error, setError] = useState<string>();
 
+  // Read again on each revision, and when any function changes (a `callable add` in a terminal).
   useEffect(() => {
     let current = true;
-    studio.packages.list({ name }).then(
-      (v) => current && setView(v),
-      (e: unknown) => current && setError(asUiError(e).message),
-    );
+    const load = (): void => {
+      studio.packages.list({ name }).then(
+        (v) => current && setView(v),
+        (e: unknown) => current && setError(asUiError(e).message),
+      );
+    };
+    load();
+    const off = studio.on('catalog:changed', load);
     return () => {
       current = false;
+      off();
     };
   }, [name, revision]);
 
