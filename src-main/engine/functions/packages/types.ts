@@ -16,7 +16,7 @@ export interface PackageTypes {
   skipped: string[];
 }
 
-/** What the editor is sent at most: far above an SDK's declarations (openai's are ~2 MB), far below the bridge's bound. */
+/** What the editor is sent at most: far above an SDK's declarations (openai 7.59's are 3.3 MB in 193 files), far below the bridge's bound. */
 export const TYPES_MAX_BYTES = 16 * 1024 * 1024;
 const FILE_MAX_BYTES = 4 * 1024 * 1024;
 const DECLARATION = /\.d\.[cm]?ts$/;
