@@ -42,6 +42,7 @@ export const REFUSE_ALL: Readonly<HostBinding> = Object.freeze({
 
 // ------------------------------------------------------------ pure ops ----
 
+const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const URL_PARTS = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash']);
 
 /** Host operations that need no run: random bytes, URL parsing and multipart encoding. Never throws. */
@@ -65,6 +66,10 @@ export function pureHostOp(op: unknown, a?: unknown, b?: unknown, c?: unknown, d
     }
     case 'url':
       return parseUrl(a, b, c, d);
+    case 'utf8':
+      // The guest's UTF-8 decoding of a large body, natively: bad bytes as U+FFFD, a BOM kept.
+      if (!(a instanceof Uint8Array)) return refusal('utf8: expected bytes');
+      return { ok: true, value: UTF8.decode(a) };
     default:
       return refusal('unknown host operation');
   }
@@ -113,7 +118,7 @@ export class EarlyBridge implements HostBinding {
       else this.logs.push([a, b]);
       return { ok: true };
     }
-    if (op === 'random' || op === 'url' || op === 'multipart' || op === 'now') return pureHostOp(op, a, b, c, d);
+    if (op === 'random' || op === 'url' || op === 'multipart' || op === 'now' || op === 'utf8') return pureHostOp(op, a, b, c, d);
     this.needsRun = true;
     return refusal('not available before the call');
   };

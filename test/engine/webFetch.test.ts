@@ -12,6 +12,14 @@ let port: number;
 let base: string;
 let seen: SeenRequest[];
 
+/** A large body that is not all valid UTF-8: a BOM, text in several scripts, then truncated and stray sequences. */
+const MIXED_UTF8 = Buffer.concat([
+  Buffer.from([0xef, 0xbb, 0xbf]),
+  Buffer.from('{"name":"naïve café – 日本語 😀"}\n'.repeat(200)),
+  Buffer.from([0xc3, 0x28, 0xe2, 0x82, 0xf0, 0x9f, 0x98, 0xed, 0xa0, 0x80, 0xff, 0x41, 0xc0, 0xaf, 0xf4, 0x90, 0x80, 0x80]),
+  Buffer.from('tail'),
+]);
+
 beforeAll(async () => {
   const vendor = await vendorServer((req, res) => {
     if (req.url === '/json') {
@@ -25,6 +33,8 @@ beforeAll(async () => {
       res.end('x'.repeat(5000));
     } else if (req.url === '/large') {
       res.end('y'.repeat(200_000));
+    } else if (req.url === '/mixed') {
+      res.end(MIXED_UTF8);
     } else if (req.url === '/empty') {
       res.statusCode = 204;
       res.end();
@@ -186,6 +196,20 @@ describe('fetch against a vendor', () => {
     // As workerd does: the 3xx response itself, not the opaque-redirect filtered response a browser gives.
     expect(got.manual).toEqual([302, false, '/json', 'moved']);
     expect(got.error).toBe(`TypeError: GET ${base}/redirect redirected to /json and the request said redirect: "error"`);
+  });
+
+  it('decodes a large body that is not all valid UTF-8 as Node does: U+FFFD for bad bytes, the BOM kept by ctx.fetch and dropped by fetch()', async () => {
+    const got = await value(
+      'mixed_utf8',
+      `const a = await (await ctx.fetch(base + '/mixed')).text();
+       const b = await (await fetch(base + '/mixed')).text();
+       return { a, b };`,
+    );
+    const node = new TextDecoder('utf-8', { ignoreBOM: true }).decode(MIXED_UTF8);
+    expect(node.length).toBeGreaterThan(2048);
+    expect(got.a).toBe(node);
+    expect(got.b).toBe(node.slice(1));
+    expect(got.b).toBe(await (await fetch(`${base}/mixed`)).text());
   });
 
   it("refuses a host the function may not reach with ctx.fetch's message, as a TypeError", async () => {
