@@ -471,12 +471,25 @@ function send(
       res.on('error', reject);
       stream.on('end', () => {
         if (redact) keep(redact.end());
-        resolve({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact?.replaced === true), body: new Uint8Array(Buffer.concat(chunks)), bytesIn: size, redactor });
+        resolve({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact?.replaced === true), body: joined(chunks), bytesIn: size, redactor });
       });
     };
     if (body !== undefined) req.end(body);
     else req.end();
   });
+}
+
+/** The chunks in one new Uint8Array of its own (never a view of Node's shared pool): one copy. */
+function joined(chunks: Buffer[]): Uint8Array {
+  let size = 0;
+  for (const c of chunks) size += c.byteLength;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }
 
 function tooLarge(limit: number, url: URL): StudioError {

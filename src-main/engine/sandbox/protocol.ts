@@ -3,7 +3,7 @@
 // MAX_FRAME_BYTES or a message that fails its schema is a protocol violation, and the engine ends
 // a host that commits one. The host holds no secret and no database: all it may ask for is a
 // fetch, which the engine answers through its guarded fetch.
-import { deserialize, serialize } from 'node:v8';
+import { DefaultSerializer, deserialize } from 'node:v8';
 import type { ContentItem, EffectiveLimits, ErrorInfo, IncomingResponse, LogEntry, OutgoingRequest } from '../model/index.ts';
 
 export type { IncomingResponse, OutgoingRequest };
@@ -241,12 +241,19 @@ export type HostMessage =
 
 // ---- framing ----
 
+const LENGTH_PLACE = Buffer.alloc(4);
+
 export function encodeFrame(message: EngineMessage | HostMessage): Buffer {
-  const body = serialize(message);
-  if (body.length > MAX_FRAME_BYTES) throw new RangeError(`sandbox message of ${body.length} bytes is over ${MAX_FRAME_BYTES}`);
-  const head = Buffer.allocUnsafe(4);
-  head.writeUInt32BE(body.length, 0);
-  return Buffer.concat([head, body]);
+  // The length goes in front of the serialized bytes in the serializer's own buffer: a body is not copied again to prefix it.
+  const serializer = new DefaultSerializer();
+  serializer.writeRawBytes(LENGTH_PLACE);
+  serializer.writeHeader();
+  serializer.writeValue(message);
+  const frame = serializer.releaseBuffer();
+  const length = frame.length - 4;
+  if (length > MAX_FRAME_BYTES) throw new RangeError(`sandbox message of ${length} bytes is over ${MAX_FRAME_BYTES}`);
+  frame.writeUInt32BE(length, 0);
+  return frame;
 }
 
 /**
