@@ -71,7 +71,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   // Arguments may carry another run's placeholder (a client replaying one): it is not kept either.
   const keptArgs = <T>(value: T): T => (argsJson.includes(PLACEHOLDER_PREFIX) ? new RunPlaceholders().maskJson(value) : value);
 
-  const argProblem = deps.schemas.check(record.inputSchema, args, `${name}'s inputSchema`, 'args');
+  const argProblem = deps.schemas.checkStored(record.inputSchema, args, `${name}'s inputSchema`, 'args');
   if (argProblem !== undefined) {
     result = {
       ok: false,
@@ -175,7 +175,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       result = { ok: false, runId, error: { code: leaked.code, message: leaked.message, details: leaked.details }, logs: outcome.logs, trace, metrics };
     } else if (outcome.ok) {
       const outputProblem =
-        record.outputSchema && outcome.content === undefined ? deps.schemas.check(record.outputSchema, outcome.value, `${name}'s outputSchema`, 'result') : undefined;
+        record.outputSchema && outcome.content === undefined ? deps.schemas.checkStored(record.outputSchema, outcome.value, `${name}'s outputSchema`, 'result') : undefined;
       result =
         outputProblem === undefined
           ? { ok: true, runId, value: outcome.value, ...(outcome.content ? { content: outcome.content } : {}), logs: outcome.logs, trace, metrics }

@@ -48,17 +48,22 @@ export function dialectOf(schema: object, what: string): SchemaDialect {
  * vendors' docs, and a schema that validates less is better than one that cannot be saved.
  */
 export class SchemaValidator {
-  readonly #ajv = new Map<SchemaDialect, AjvType>();
-  readonly #cache = new Map<string, ValidateFunction>();
-  /** Schema objects of cached function records are stable: skip serializing them on every call. */
-  readonly #byObject = new WeakMap<object, ValidateFunction>();
+  readonly #ajv = new Map<string, AjvType>();
+  /** Validators by schema text, and by schema object (those of cached function records are stable: no serializing on every call). */
+  readonly #checked = { byText: new Map<string, ValidateFunction>(), byObject: new WeakMap<object, ValidateFunction>() };
+  /** The same for schemas of saved functions, which were checked against their meta-schema when saved. */
+  readonly #stored = { byText: new Map<string, ValidateFunction>(), byObject: new WeakMap<object, ValidateFunction>() };
 
-  /** Created on first use: a server that only lists tools never pays for ajv. */
-  #instance(dialect: SchemaDialect): AjvType {
-    let ajv = this.#ajv.get(dialect);
+  /**
+   * Created on first use: a server that only lists tools never pays for ajv. Checking a schema
+   * against its meta-schema costs about 100 ms the first time, which a saved schema had already paid.
+   */
+  #instance(dialect: SchemaDialect, stored: boolean): AjvType {
+    const key = `${dialect}${stored ? ' stored' : ''}`;
+    let ajv = this.#ajv.get(key);
     if (!ajv) {
       // ownProperties: a property named "constructor" or "prototype" is the value's own or absent, never Object.prototype's.
-      const options = { allErrors: true, strict: false, validateFormats: false, ownProperties: true };
+      const options = { allErrors: true, strict: false, validateFormats: false, ownProperties: true, validateSchema: !stored };
       if (dialect === '2020-12') {
         const { Ajv2020 } = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
         ajv = new Ajv2020(options);
@@ -66,22 +71,28 @@ export class SchemaValidator {
         const { Ajv: AjvDraft07 } = require('ajv') as typeof import('ajv');
         ajv = new AjvDraft07(options);
       }
-      this.#ajv.set(dialect, ajv);
+      this.#ajv.set(key, ajv);
     }
     return ajv;
   }
 
   compile(schema: object, what: string): ValidateFunction {
-    const known = this.#byObject.get(schema);
+    return this.#compile(schema, what, false);
+  }
+
+  #compile(schema: object, what: string, stored: boolean): ValidateFunction {
+    const cache = stored ? this.#stored : this.#checked;
+    const known = cache.byObject.get(schema) ?? (stored ? this.#checked.byObject.get(schema) : undefined);
     if (known) return known;
     const key = JSON.stringify(schema);
-    let validate = this.#cache.get(key);
+    let validate = cache.byText.get(key);
     if (!validate) {
       const dialect = dialectOf(schema, what);
+      const ajv = this.#instance(dialect, stored);
       // The dialect is chosen above, so ajv gets the schema without "$schema" (any spelling of it is fine).
       const { $schema: _declared, ...rest } = schema as Record<string, unknown>;
       try {
-        validate = hasProtoKey(rest) ? protoAware(this.#instance(dialect).compile(aliasProto(rest, true) as object)) : this.#instance(dialect).compile(rest);
+        validate = hasProtoKey(rest) ? protoAware(ajv.compile(aliasProto(rest, true) as object)) : ajv.compile(rest);
       } catch (error) {
         // ajv repeats a meta-schema problem once per branch it tried: each distinct one is said once.
         const text = (error as Error).message.replace(/\s+/g, ' ');
@@ -92,10 +103,10 @@ export class SchemaValidator {
           : ` (a schema without "$schema" follows JSON Schema 2020-12; for draft-07 rules such as "items" as an array, add "$schema": "${DIALECT_URIS['draft-07']}")`;
         throw new StudioError('bad_input', `${what} is not a valid JSON Schema ${dialect}: ${message}${hint}`);
       }
-      if (this.#cache.size > 500) this.#cache.clear();
-      this.#cache.set(key, validate);
+      if (cache.byText.size > 500) cache.byText.clear();
+      cache.byText.set(key, validate);
     }
-    this.#byObject.set(schema, validate);
+    cache.byObject.set(schema, validate);
     return validate;
   }
 
@@ -107,9 +118,16 @@ export class SchemaValidator {
 
   /** Returns undefined when valid, else one readable line per problem. */
   check(schema: object, value: unknown, what: string, root: string): string | undefined {
-    const validate = this.compile(schema, what);
-    if (validate(value)) return undefined;
-    return formatAjvErrors(validate.errors ?? [], root);
+    return this.#check(this.compile(schema, what), value, root);
+  }
+
+  /** check() with a saved function's schema, which was checked against its meta-schema when saved. */
+  checkStored(schema: object, value: unknown, what: string, root: string): string | undefined {
+    return this.#check(this.#compile(schema, what, true), value, root);
+  }
+
+  #check(validate: ValidateFunction, value: unknown, root: string): string | undefined {
+    return validate(value) ? undefined : formatAjvErrors(validate.errors ?? [], root);
   }
 }
 
