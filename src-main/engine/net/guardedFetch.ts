@@ -1,6 +1,5 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
-import http from 'node:http';
-import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Readable, Transform } from 'node:stream';
@@ -11,6 +10,10 @@ import type { ResponseSink } from '../sandbox/protocol.ts';
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
 import { notAllowedHostReason } from '../model/toolResults.ts';
 import { classifyAddress, isIpLiteral, unbracket } from './addresses.ts';
+
+// Not ES imports: node:http's module namespace reads its lazy exports, loading undici (~100 ms of the first run).
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
 
 /** Resolves a hostname to every address it has. Injected so tests can make a name resolve anywhere. */
 export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
@@ -378,7 +381,7 @@ function send(
         },
       );
     });
-    const read = (res: http.IncomingMessage, redactor: Redactor | undefined): void => {
+    const read = (res: IncomingMessage, redactor: Redactor | undefined): void => {
       const encoding = res.headers['content-encoding'];
       const codings = codingsOf(encoding);
       if (codings.length > MAX_CODINGS) {
