@@ -341,7 +341,12 @@ const credentials: Command = {
       else
         for (const c of all) {
           if (c.kind === 'oauth') {
-            const state = c.state === 'needs_reconnect' ? `NEEDS RECONNECT: ${ctx.callable} credentials connect ${c.name}` : `connected${c.account ? ` as ${c.account}` : ''}`;
+            const state =
+              c.state === 'needs_reconnect'
+                ? `NEEDS RECONNECT: ${ctx.callable} credentials connect ${c.name}`
+                : c.state === 'not_connected'
+                  ? `NOT CONNECTED: ${ctx.callable} credentials connect ${c.name} --client-id <your client id>`
+                  : `connected${c.account ? ` as ${c.account}` : ''}`;
             const granted = c.grantedTo.length > 0 ? `granted to ${c.grantedTo.join(', ')}` : 'granted to no function';
             ctx.out(`${c.name}  ${c.hosts.join(', ')}  oauth ${c.issuer}  ${state}  scopes: ${c.scopes?.join(' ') || '-'}  expires ${c.expiresAt ?? 'never'}  ${granted}`);
             continue;

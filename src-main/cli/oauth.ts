@@ -39,13 +39,16 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
     1,
   );
   const name = positionals[0]!;
-  const grant = (values.grant ?? 'code') as OAuthGrant;
+  // A credential defined before (by the OpenAPI scaffold) or connected before keeps its server, hosts, scopes and grant.
+  const stored = ctx.engine().credentials.oauth.status(name);
+  const grant = (values.grant ?? stored?.grant ?? 'code') as OAuthGrant;
   if (!GRANTS.includes(grant)) throw new UsageError(`--grant must be code, device or client_credentials, not "${values.grant}"`);
-  if (!values['client-id']) throw new UsageError('give --client-id ID (the client registered with the authorization server)');
+  if (!values['client-id'] && !stored?.clientId) throw new UsageError('give --client-id ID (the client registered with the authorization server)');
   const preset = values.preset;
   if (preset !== undefined && !PRESET_NAMES.includes(preset)) throw new UsageError(`no preset "${preset}"; the presets are ${PRESET_NAMES.join(', ')}`);
-  if (preset === undefined && (!values.host || values.host.length === 0)) throw new UsageError('give at least one --host the tokens may be sent to');
-  if (preset === undefined && values.issuer === undefined && values['token-url'] === undefined) throw new UsageError('give --issuer URL (discovery), or --token-url URL (and --authorize-url URL for --grant code)');
+  const known = preset !== undefined || stored !== undefined;
+  if (!known && (!values.host || values.host.length === 0)) throw new UsageError('give at least one --host the tokens may be sent to');
+  if (!known && values.issuer === undefined && values['token-url'] === undefined) throw new UsageError('give --issuer URL (discovery), or --token-url URL (and --authorize-url URL for --grant code)');
   const timeoutS = values.timeout === undefined ? 300 : Number(values.timeout);
   if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 3600) throw new UsageError(`--timeout must be a whole number of seconds from 1 to 3600, not "${values.timeout}"`);
   let clientSecret: string | undefined;
@@ -62,7 +65,7 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
       issuer: values.issuer,
       authorizeUrl: values['authorize-url'],
       tokenUrl: values['token-url'],
-      clientId: values['client-id'],
+      clientId: values['client-id'] ?? '',
       scopes: (values.scope ?? '').split(/\s+/).filter(Boolean),
       grant,
     },

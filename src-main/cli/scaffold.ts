@@ -103,6 +103,13 @@ export async function newFromRequest(ctx: CommandContext, printUngranted: (ctx: 
   ctx.out(`created ${name} from ${what} (revision ${record.revision}): ${request}`);
   for (const note of scaffold.notes) ctx.out(`note: ${withCommand(note, ctx.callable)}`);
   const credential = scaffold.credential;
+  const runNext = `${ctx.callable} run ${name} --args ${shellQuote(JSON.stringify(runArgs(record, scaffold)))}${dataDir}`;
+  if (credential?.oauth && engine.credentials.oauth.status(credential.name)?.state === 'not_connected') {
+    ctx.out(`it needs an OAuth account (${credential.from}): the credential ${credential.name} is defined with its server, scopes and hosts (${credential.hosts.join(', ')}); connect it once, then run it: ${runNext}`);
+    printUngranted(ctx, [record]);
+    ctx.out(`next: ${withCommand(credentialCommand(credential, dataDir), ctx.callable)}`);
+    return EXIT_OK;
+  }
   if (credential) {
     const stored = engine.credentials.find(credential.name);
     if (stored) ctx.out(`it uses your credential ${credential.name} (for ${stored.hosts.join(', ')}), which already exists`);
@@ -118,7 +125,7 @@ export async function newFromRequest(ctx: CommandContext, printUngranted: (ctx: 
     printUngranted(ctx, [record]);
   }
   if (testCase) ctx.out(`saved the entry's response as the test case "${testCase}": ${ctx.callable} test ${name}${dataDir}`);
-  ctx.out(`next: ${ctx.callable} run ${name} --args ${shellQuote(JSON.stringify(runArgs(record, scaffold)))}${dataDir}`);
+  ctx.out(`next: ${runNext}`);
   return EXIT_OK;
 }
 

@@ -267,6 +267,9 @@ export class Engine {
     this.#assertNewName(name);
     const scaffold = await scaffoldFunction(name, source, (credential) => this.credentials.find(credential));
     const record = await this.saveFunction(scaffold.input);
+    // An OAuth scheme's credential is defined with its server, scopes and hosts; connecting it is the user's next step.
+    const oauth = scaffold.credential?.oauth;
+    if (oauth) this.credentials.defineOAuth({ name: scaffold.credential!.name, hosts: scaffold.credential!.hosts, ...oauth });
     if (!scaffold.testCase) return { record, scaffold };
     try {
       return { record, scaffold, testCase: (await this.tests.save(name, scaffold.testCase)).name };

@@ -230,6 +230,91 @@ describe('callable credentials connect', () => {
   });
 });
 
+describe('callable new --from-openapi with an OAuth 2 security scheme', () => {
+  /** A spec whose operation needs `scheme`, served by the resource stand-in of the provider. */
+  function spec(scheme: Record<string, unknown>, scopes: string[]): string {
+    const file = join(tempDir(), 'api.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        openapi: '3.1.0',
+        info: { title: 'Resource', version: '1' },
+        servers: [{ url: op.resource.origin }],
+        components: { securitySchemes: { login: scheme } },
+        paths: { '/me': { get: { operationId: 'me', security: [{ login: scopes }], responses: { '200': { description: 'ok' } } } } },
+      }),
+    );
+    return file;
+  }
+
+  it('defines the credential as not connected with its URLs, scopes and hosts; the next: line connects it, end to end', async () => {
+    const data = tempDir();
+    const host = `127.0.0.1:${op.resource.port}`;
+    const file = spec({ type: 'oauth2', flows: { authorizationCode: { authorizationUrl: `${op.issuer}/auth`, tokenUrl: `${op.issuer}/token`, scopes: { read: 'read', email: 'e-mail' } } } }, ['read']);
+    const made = await cli(['new', 'me', '--from-openapi', file, '--operation', 'me', '--data-dir', data]);
+    expect(made, made.stderr).toMatchObject({ code: 0 });
+    const name = credentialName(made.stdout);
+    expect(made.stdout.trim().split('\n').at(-1)).toBe(`next: callable credentials connect ${name} --client-id <your client id> --data-dir ${data}`);
+    const [entry] = JSON.parse((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout) as Array<Record<string, unknown>>;
+    expect(entry).toMatchObject({ name, kind: 'oauth', state: 'not_connected', scopes: ['read'], hosts: [host], grant: 'code', hasSecret: false, issuer: op.issuer });
+    expect((await cli(['credentials', 'list', '--data-dir', data])).stdout).toContain(`NOT CONNECTED: callable credentials connect ${name} --client-id <your client id>`);
+
+    // Before connecting, a call sends nothing and says what to run.
+    expect((await cli(['credentials', 'grant', name, 'me', '--data-dir', data])).code).toBe(0);
+    const early = await cli(['run', 'me', '--data-dir', data]);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toContain(`credential "${name}" is not connected yet; nothing was sent: callable credentials connect ${name} --client-id <your client id>`);
+    const seen = op.resource.seen.length;
+
+    // The next: line, with the client id filled in, is the whole connect.
+    const browser = fakeBrowser();
+    const run = cli(['credentials', 'connect', name, '--client-id', APP.id, '--data-dir', data], { env: browser.env });
+    await until(() => existsSync(browser.opened) && readFileSync(browser.opened, 'utf8').length > 0, 'the browser to be opened');
+    const url = new URL(readFileSync(browser.opened, 'utf8'));
+    expect(url.origin + url.pathname).toBe(`${op.issuer}/auth`);
+    expect(url.searchParams.get('scope')).toBe('read');
+    await signIn(url.href, 'ola');
+    const done = await run;
+    expect(done, done.stderr).toMatchObject({ code: 0, stdout: `connected ${name} (scopes: read)\n` });
+    expect(op.resource.seen.length).toBe(seen);
+    const called = await cli(['run', 'me', '--data-dir', data]);
+    expect(called.code, called.stderr).toBe(0);
+    expect(op.resource.accepted).toBeGreaterThan(0);
+
+    // Connecting again needs no flag: the stored server, scopes, hosts and client id are used.
+    const again = fakeBrowser();
+    const rerun = cli(['credentials', 'connect', name, '--data-dir', data], { env: again.env });
+    await until(() => existsSync(again.opened) && readFileSync(again.opened, 'utf8').length > 0, 'the browser to be opened again');
+    const url2 = new URL(readFileSync(again.opened, 'utf8'));
+    expect([url2.origin + url2.pathname, url2.searchParams.get('client_id'), url2.searchParams.get('scope')]).toEqual([`${op.issuer}/auth`, APP.id, 'read']);
+    await signIn(url2.href, 'ola');
+    const redone = await rerun;
+    expect(redone, redone.stderr).toMatchObject({ code: 0, stdout: `connected ${name} (scopes: read)\n` });
+  });
+
+  it('a client credentials flow becomes a client_credentials credential (its relative token URL against the server); an openIdConnect scheme keeps its issuer', async () => {
+    const data = tempDir();
+    const machine = spec({ type: 'oauth2', flows: { clientCredentials: { tokenUrl: '/token', scopes: { read: 'read' } } } }, []);
+    // The token URL is relative to the API's server: point the server at the provider.
+    const made = await cli(['new', 'svc', '--from-openapi', machine, '--operation', 'me', '--server', op.issuer, '--data-dir', data]);
+    expect(made, made.stderr).toMatchObject({ code: 0 });
+    const name = credentialName(made.stdout);
+    const connected = await cli(['credentials', 'connect', name, '--client-id', MACHINE.id, '--data-dir', data], { stdin: MACHINE.secret });
+    expect(connected, connected.stderr).toMatchObject({ code: 0, stdout: `connected ${name} as ${MACHINE.id} (scopes: read)\n` });
+
+    const oidc = spec({ type: 'openIdConnect', openIdConnectUrl: `${op.issuer}/.well-known/openid-configuration` }, ['openid', 'read']);
+    const other = tempDir();
+    expect((await cli(['new', 'who', '--from-openapi', oidc, '--operation', 'me', '--data-dir', other])).code).toBe(0);
+    const [entry] = JSON.parse((await cli(['credentials', 'list', '--json', '--data-dir', other])).stdout) as Array<Record<string, unknown>>;
+    expect(entry).toMatchObject({ kind: 'oauth', state: 'not_connected', issuer: op.issuer, scopes: ['openid', 'read'], grant: 'code' });
+  });
+});
+
+/** The credential name `callable new` chose, from its output. */
+function credentialName(stdout: string): string {
+  return /the credential (\S+) is defined/.exec(stdout)![1]!;
+}
+
 describe('three processes on one data folder', () => {
   it('refreshing an expiring token at the same moment make one token request', async () => {
     const data = tempDir();

@@ -12,6 +12,7 @@ import {
   type CredentialSpec,
   type HostPattern,
   type OAuthConnectInput,
+  type OAuthGrant,
 } from '../model/index.ts';
 import { credentialNotListedMessage } from '../model/toolResults.ts';
 import type { CredentialInjection } from '../net/guardedFetch.ts';
@@ -153,7 +154,8 @@ export class CredentialService {
    * rest in the database. Connecting again replaces the tokens and keeps the grants to functions.
    */
   async connect(given: OAuthConnectInput, hooks: ConnectHooks = {}): Promise<CredentialInfo> {
-    const input = withPreset(given, hooks.clientSecret !== undefined);
+    const input = withPreset(this.#withStored(given), hooks.clientSecret !== undefined);
+    if (input.clientId === '') throw new StudioError('bad_input', `give --client-id ID (the client registered with the authorization server) to connect "${input.name}"`);
     const parsed = CredentialSpecSchema.safeParse({ name: input.name, hosts: input.hosts, placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } });
     if (!parsed.success) throw new StudioError('bad_input', `credential: ${formatZodError(parsed.error)}`);
     const spec = parsed.data;
@@ -178,6 +180,40 @@ export class CredentialService {
       throw error;
     }
     return (await this.list()).find((c) => c.name === spec.name)!;
+  }
+
+  /** Fills what `given` leaves out from the stored credential of that name: its server, hosts, scopes, client and grant. */
+  #withStored(given: OAuthConnectInput): OAuthConnectInput {
+    const stored = this.oauth.storedInput(given.name);
+    if (!stored) return given;
+    const ownServer = given.preset !== undefined || given.issuer !== undefined || given.authorizeUrl !== undefined || given.tokenUrl !== undefined;
+    // Flags not given are undefined here, and must not hide what is stored.
+    const givenOnly = Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)) as unknown as OAuthConnectInput;
+    return {
+      ...(ownServer ? {} : stored),
+      ...givenOnly,
+      hosts: given.hosts.length > 0 ? given.hosts : (this.find(given.name)?.hosts ?? []),
+      scopes: given.scopes.length > 0 ? given.scopes : (stored.scopes ?? []),
+      clientId: given.clientId !== '' ? given.clientId : (stored.clientId ?? ''),
+    };
+  }
+
+  /**
+   * Defines an OAuth credential without connecting it (from an OpenAPI security scheme): its server,
+   * scopes and hosts are kept, its state is `not_connected`, and `connect NAME --client-id ID`
+   * connects it. A credential of that name already there is left as it is.
+   */
+  defineOAuth(input: { name: string; hosts: string[]; issuer?: string; authorizeUrl?: string; tokenUrl?: string; deviceUrl?: string; scopes: string[]; grant: OAuthGrant }): boolean {
+    const parsed = CredentialSpecSchema.safeParse({ name: input.name, hosts: input.hosts, placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } });
+    if (!parsed.success) throw new StudioError('bad_input', `credential: ${formatZodError(parsed.error)}`);
+    return writeTransaction(this.#db, () => {
+      if (this.find(input.name)) return false;
+      this.#writeSpec(parsed.data);
+      const { name: _name, hosts: _hosts, ...server } = input;
+      this.oauth.define(input.name, server);
+      bumpCredentials(this.#db);
+      return true;
+    });
   }
 
   /**

@@ -54,6 +54,19 @@ export interface OAuthStatus {
   scopes: string[];
   account: string | null;
   issuer: string;
+  grant: OAuthGrant;
+  clientId: string;
+}
+
+/** What the database keeps of a credential defined but never connected: the connect input, less what connect asks for. */
+interface PendingConfig {
+  pending: true;
+  issuer?: string | undefined;
+  authorizeUrl?: string | undefined;
+  tokenUrl?: string | undefined;
+  deviceUrl?: string | undefined;
+  scopes: string[];
+  grant: OAuthGrant;
 }
 
 export interface ConnectHooks {
@@ -105,14 +118,49 @@ export class OAuthCredentials {
   status(name: string): OAuthStatus | undefined {
     const row = this.#row(name);
     if (!row) return undefined;
-    const config = JSON.parse(row.config) as OAuthConfig;
+    const config = JSON.parse(row.config) as OAuthConfig | PendingConfig;
+    const pending = 'pending' in config;
     return {
       state: row.state,
       expiresAt: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
-      scopes: row.scopes === '' ? [] : row.scopes.split(' '),
+      scopes: pending ? config.scopes : row.scopes === '' ? [] : row.scopes.split(' '),
       account: row.account,
-      issuer: config.issuer,
+      issuer: config.issuer ?? (pending && config.tokenUrl ? new URL(config.tokenUrl).origin : ''),
+      grant: config.grant,
+      clientId: pending ? '' : config.clientId,
     };
+  }
+
+  /**
+   * What connect uses when its caller gives no server: the stored one, so that `connect NAME` (with
+   * --client-id the first time) connects a defined credential, or again after a refusal.
+   */
+  storedInput(name: string): Partial<OAuthConnectInput> | undefined {
+    const row = this.#row(name);
+    if (!row) return undefined;
+    const config = JSON.parse(row.config) as OAuthConfig | PendingConfig;
+    if ('pending' in config) return { issuer: config.issuer, authorizeUrl: config.authorizeUrl, tokenUrl: config.tokenUrl, deviceUrl: config.deviceUrl, scopes: config.scopes, grant: config.grant };
+    return {
+      issuer: config.issuer,
+      authorizeUrl: config.authorizationEndpoint,
+      tokenUrl: config.tokenEndpoint,
+      revocationUrl: config.revocationEndpoint,
+      deviceUrl: config.deviceEndpoint,
+      clientId: config.clientId,
+      scopes: config.scopes,
+      grant: config.grant,
+      clientAuth: config.clientAuth,
+      authorizeParams: config.authorizeParams,
+      scopeDelimiter: config.scopeDelimiter,
+    };
+  }
+
+  /** Writes the row of a credential defined and not connected yet (inside the caller's write transaction). */
+  define(name: string, input: Omit<PendingConfig, 'pending'>): void {
+    const config: PendingConfig = { pending: true, ...input };
+    this.#db
+      .prepare(`INSERT INTO oauth_credentials (name, config, state, scopes) VALUES (?, ?, 'not_connected', ?)`)
+      .run(name, JSON.stringify(config), input.scopes.join(' '));
   }
 
   /** The server's endpoints: discovered from the issuer (OpenID first, then RFC 8414), or the explicit URLs. */
@@ -131,7 +179,8 @@ export class OAuthCredentials {
       if (input.grant === 'code' && input.authorizeUrl === undefined) throw new StudioError('bad_input', '--grant code needs --authorize-url beside --token-url (or --issuer alone, for discovery)');
       return {
         ...base,
-        issuer: input.issuer === undefined ? new URL(tokenEndpoint).origin : checkedUrl(input.issuer, '--issuer'),
+        // The issuer as given (checked, not normalized): the "iss" the server sends back is compared to it exactly.
+        issuer: input.issuer === undefined ? new URL(tokenEndpoint).origin : (checkedUrl(input.issuer, '--issuer'), input.issuer),
         tokenEndpoint,
         authorizationEndpoint: input.authorizeUrl === undefined ? undefined : checkedUrl(input.authorizeUrl, '--authorize-url'),
         revocationEndpoint: input.revocationUrl === undefined ? undefined : checkedUrl(input.revocationUrl, '--revocation-url'),
@@ -240,6 +289,7 @@ export class OAuthCredentials {
     const row = this.#row(name);
     if (!row) return undefined;
     if (row.state === 'needs_reconnect') throw reconnectError(name);
+    if (row.state === 'not_connected') throw notConnectedError(name);
     if (row.refresh_at === null || Date.now() < row.refresh_at) return row.generation;
     return this.newerThan(name, row.generation, signal);
   }
@@ -324,7 +374,7 @@ export class OAuthCredentials {
    */
   async revoke(name: string): Promise<string | undefined> {
     const row = this.#row(name);
-    if (!row) return undefined;
+    if (!row || row.state === 'not_connected') return undefined;
     const config = JSON.parse(row.config) as OAuthConfig;
     if (!config.revocationEndpoint) return 'the server has no revocation endpoint: revoke the grant in its settings';
     const refreshToken = await this.#secrets.get({ kind: 'oauth-refresh', name });
@@ -365,6 +415,13 @@ export function reconnectError(name: string): StudioError {
     `credential "${name}" needs to be connected again (the authorization server refused its grant); nothing was sent: callable credentials connect ${name}`,
     { credential: name, state: 'needs_reconnect' },
   );
+}
+
+export function notConnectedError(name: string): StudioError {
+  return new StudioError('credential_refused', `credential "${name}" is not connected yet; nothing was sent: callable credentials connect ${name} --client-id <your client id>`, {
+    credential: name,
+    state: 'not_connected',
+  });
 }
 
 /** http:// only to a loopback server (a local development server); anything else must be https. */

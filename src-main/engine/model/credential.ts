@@ -35,7 +35,7 @@ export interface CredentialInfo extends CredentialSpec {
   updatedAt: string;
   /** Set for an OAuth 2 credential, whose secret is an access token the engine keeps fresh. */
   kind?: 'oauth';
-  /** An OAuth credential's state: `needs_reconnect` after the server refused its grant. */
+  /** An OAuth credential's state: `needs_reconnect` after the server refused its grant, `not_connected` before the first connect. */
   state?: OAuthState;
   /** When the OAuth access token expires (ISO), or null when the server did not say. */
   expiresAt?: string | null;
@@ -44,9 +44,13 @@ export interface CredentialInfo extends CredentialSpec {
   /** Who connected it, when the server said (an ID token's email or subject; the client id for client credentials). */
   account?: string | null;
   issuer?: string;
+  /** The grant connect runs, and the client registered with the server ('' before it is known). */
+  grant?: OAuthGrant;
+  clientId?: string;
 }
 
-export type OAuthState = 'connected' | 'needs_reconnect';
+/** `not_connected`: defined (by the OpenAPI scaffold) with its server, scopes and hosts, never connected yet. */
+export type OAuthState = 'connected' | 'needs_reconnect' | 'not_connected';
 export type OAuthGrant = 'code' | 'device' | 'client_credentials';
 
 /** What `credentials connect` asks of an OAuth 2 authorization server. Secrets travel beside it, never in it. */

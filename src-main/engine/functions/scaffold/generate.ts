@@ -1,4 +1,4 @@
-import { StudioError, type CredentialPlacement, type FunctionSpecInput } from '../../model/index.ts';
+import { StudioError, type CredentialPlacement, type FunctionSpecInput, type OAuthGrant } from '../../model/index.ts';
 import type { SaveInput } from '../repository.ts';
 
 /**
@@ -44,6 +44,8 @@ export interface CredentialSuggestion {
   from: string;
   /** For basic auth: the secret to store is base64("user:password"). */
   basic?: boolean;
+  /** An OAuth 2 / OpenID Connect scheme: the credential is defined with this server, connected later. */
+  oauth?: { issuer?: string; authorizeUrl?: string; tokenUrl?: string; deviceUrl?: string; scopes: string[]; grant: OAuthGrant };
 }
 
 export interface RequestDescription {
@@ -546,6 +548,7 @@ export function jsonBody(value: unknown): RequestBody {
 
 /** What the user is told to store: the exact command (the secret itself is never printed). */
 export function credentialCommand(credential: CredentialSuggestion, dataDirFlag = ''): string {
+  if (credential.oauth) return `callable credentials connect ${credential.name} --client-id <your client id>${dataDirFlag}`;
   const hosts = credential.hosts.map((h) => `--host ${shellWord(h)}`).join(' ');
   const where = credential.placement.kind === 'query' ? `--query ${shellWord(credential.placement.param)}` : `--header ${credential.placement.header} --template ${shellWord(credential.placement.template)}`;
   const set = `callable credentials set ${credential.name} ${hosts} ${where}${dataDirFlag}`;

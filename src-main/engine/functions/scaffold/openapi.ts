@@ -91,7 +91,7 @@ export function describeOperation(doc: OpenApiDocument, id: string, options: { s
   const pathParams: RequestParam[] = [];
   const query: RequestParam[] = [];
   const params = mergeParameters((item.parameters ?? []) as Json[], (op.parameters ?? []) as Json[]);
-  const credential = credentialOf(doc, op, host, notes);
+  const credential = credentialOf(doc, op, host, baseUrl, notes);
   for (const p of params) {
     const name = String(p.name);
     const schema = convertSchema(paramSchema(p), doc, 'readOnly');
@@ -218,9 +218,9 @@ function successSchema(op: Json, doc: OpenApiDocument): Json | undefined {
 /**
  * The credential the operation's security asks for: the first alternative that a credential can
  * express (an API key in a header or the query, HTTP bearer or basic, an OAuth2 / OpenID Connect
- * access token as a bearer token).
+ * credential connected later, whose access token is sent as a bearer token).
  */
-function credentialOf(doc: OpenApiDocument, op: Json, host: string, notes: string[]): CredentialSuggestion | undefined {
+function credentialOf(doc: OpenApiDocument, op: Json, host: string, baseUrl: URL, notes: string[]): CredentialSuggestion | undefined {
   const requirements = (op.security ?? doc.api.security) as Array<Record<string, unknown>> | undefined;
   if (!Array.isArray(requirements) || requirements.length === 0) return undefined;
   if (requirements.some((r) => Object.keys(r).length === 0)) return undefined;
@@ -236,13 +236,46 @@ function credentialOf(doc: OpenApiDocument, op: Json, host: string, notes: strin
       if (s.type === 'http' && String(s.scheme).toLowerCase() === 'bearer') return { ...base, placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } };
       if (s.type === 'http' && String(s.scheme).toLowerCase() === 'basic') return { ...base, placement: { kind: 'header', header: 'Authorization', template: 'Basic {secret}' }, basic: true };
       if (s.type === 'oauth2' || s.type === 'openIdConnect') {
-        notes.push(`the security scheme ${name} is ${String(s.type)}: store an access token as the credential's secret (it is sent as "Bearer <token>")`);
+        const wanted = Array.isArray(requirement[name]) ? (requirement[name] as unknown[]).map(String) : [];
+        const oauth = oauthOf(s, wanted, baseUrl);
+        if (oauth) return { ...base, placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' }, oauth };
+        notes.push(`the security scheme ${name} is ${String(s.type)} with no authorization code, device or client credentials flow: store an access token as the credential's secret (it is sent as "Bearer <token>")`);
         return { ...base, placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } };
       }
       skipped.push(`${name} (${String(s.type)}${s.in ? ` in ${String(s.in)} ${String(s.name)}` : ''})`);
     }
   }
   if (skipped.length > 0) notes.push(`no credential was made: the security scheme ${skipped.join(', ')} cannot be expressed as one; add the key in the source`);
+  return undefined;
+}
+
+/**
+ * The OAuth server of an oauth2 scheme (its authorization code flow first, then device, then client
+ * credentials; URLs relative to the API's base) or an openIdConnect one (its issuer, for discovery).
+ * The scopes are those the operation asks for, else all the flow lists.
+ */
+function oauthOf(scheme: Json, wanted: string[], baseUrl: URL): CredentialSuggestion['oauth'] {
+  const url = (value: unknown): string | undefined => {
+    if (typeof value !== 'string' || value === '') return undefined;
+    try {
+      return new URL(value, baseUrl).href;
+    } catch {
+      return undefined;
+    }
+  };
+  if (scheme.type === 'openIdConnect') {
+    const discovery = url(scheme.openIdConnectUrl);
+    if (!discovery) return undefined;
+    return { issuer: discovery.replace(/\/\.well-known\/openid-configuration$/, ''), scopes: wanted.length > 0 ? wanted : ['openid'], grant: 'code' };
+  }
+  const flows = (scheme.flows ?? {}) as Record<string, Json | undefined>;
+  const scopesOf = (flow: Json): string[] => (wanted.length > 0 ? wanted : Object.keys((flow.scopes ?? {}) as Json));
+  const code = flows.authorizationCode;
+  if (code && url(code.authorizationUrl) && url(code.tokenUrl)) return { authorizeUrl: url(code.authorizationUrl)!, tokenUrl: url(code.tokenUrl)!, scopes: scopesOf(code), grant: 'code' };
+  const device = flows.deviceAuthorization;
+  if (device && url(device.deviceAuthorizationUrl) && url(device.tokenUrl)) return { deviceUrl: url(device.deviceAuthorizationUrl)!, tokenUrl: url(device.tokenUrl)!, scopes: scopesOf(device), grant: 'device' };
+  const client = flows.clientCredentials;
+  if (client && url(client.tokenUrl)) return { tokenUrl: url(client.tokenUrl)!, scopes: scopesOf(client), grant: 'client_credentials' };
   return undefined;
 }
 
