@@ -441,10 +441,14 @@ export class Engine {
       void this.#loadSandbox()
         .then((executor) => {
           executor.start();
-          for (const name of names.slice(0, limit)) {
+          const records = names.slice(0, limit).map((name) => {
             const { record, compiled } = this.functions.load(name);
             executor.warm(name, effectiveLimits(record).memoryMb, compiled);
-          }
+            return record;
+          });
+          // While the hosts ready the isolates, their argument validators and the network stack are loaded here.
+          for (const record of records) this.#schemas.prepareStored(record.inputSchema, `${record.name}'s inputSchema`);
+          if (records.length > 0) void this.#loadNet().catch(() => {});
         })
         .catch(() => {});
     });

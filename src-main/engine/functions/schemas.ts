@@ -126,6 +126,15 @@ export class SchemaValidator {
     return this.#check(this.#compile(schema, what, true), value, root);
   }
 
+  /** Compiles a saved function's schema ahead of its first call (a schema that does not compile is left to the call to report). */
+  prepareStored(schema: object, what: string): void {
+    try {
+      this.#compile(schema, what, true);
+    } catch {
+      // The call says what is wrong with it.
+    }
+  }
+
   #check(validate: ValidateFunction, value: unknown, root: string): string | undefined {
     return validate(value) ? undefined : formatAjvErrors(validate.errors ?? [], root);
   }
