@@ -230,6 +230,36 @@ describe('callable credentials connect', () => {
   });
 });
 
+describe('callable credentials list (text)', () => {
+  it('shows account, scopes, expiry and state (connected, then needs reconnect after a revoked grant), never a token', async () => {
+    const data = tempDir();
+    const host = `127.0.0.1:${op.resource.port}`;
+    const browser = fakeBrowser();
+    const run = cli(['credentials', 'connect', 'ada', '--issuer', op.issuer, '--client-id', APP.id, '--host', host, '--scope', 'openid offline_access read', '--data-dir', data], { env: browser.env });
+    await until(() => existsSync(browser.opened) && readFileSync(browser.opened, 'utf8').length > 0, 'the browser to be opened');
+    await signIn(readFileSync(browser.opened, 'utf8'), 'ada');
+    expect((await run).code).toBe(0);
+    const keychain = new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!);
+    const access = await keychain.get(`${installIdOf(data)}:credential:ada`);
+    const refresh = await keychain.get(`${installIdOf(data)}:oauth-refresh:ada`);
+    expect(access && refresh).toBeTruthy();
+
+    const listed = await cli(['credentials', 'list', '--data-dir', data]);
+    expect(listed.stdout).toMatch(new RegExp(`^ada  ${host}  oauth ${op.issuer}  connected as ada  scopes: openid read  expires \\d{4}-\\d\\d-\\d\\dT\\S+Z  granted to no function\n$`));
+    for (const token of [access!, refresh!]) expect(listed.stdout).not.toContain(token);
+
+    // The grant is revoked at the provider; the next call's refresh is refused.
+    await withFunction(data, 'ada_calls', 'ada', [host], `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/', { credential: 'ada' })).status`);
+    await (await op.provider.RefreshToken.find(refresh!))!.destroy();
+    await new Promise((f) => setTimeout(f, 2100));
+    const failed = await cli(['run', 'ada_calls', '--data-dir', data]);
+    expect(failed.code).toBe(1);
+    const after = await cli(['credentials', 'list', '--data-dir', data]);
+    expect(after.stdout).toMatch(new RegExp(`^ada  ${host}  oauth ${op.issuer}  NEEDS RECONNECT: callable credentials connect ada  scopes: openid read  expires \\S+  granted to ada_calls\n$`));
+    for (const token of [access!, refresh!]) expect(after.stdout).not.toContain(token);
+  });
+});
+
 describe('callable new --from-openapi with an OAuth 2 security scheme', () => {
   /** A spec whose operation needs `scheme`, served by the resource stand-in of the provider. */
   function spec(scheme: Record<string, unknown>, scopes: string[]): string {
