@@ -20,6 +20,15 @@ const MIXED_UTF8 = Buffer.concat([
   Buffer.from('tail'),
 ]);
 
+/** Bodies over 1 MiB with a sequence (whole, cut short, or stray) at the byte where 1 MiB ends. */
+const MIB = 1024 * 1024;
+const ACROSS = [[0xf0, 0x9f, 0x98, 0x80], [0xf0, 0x9f, 0x98], [0xe2, 0x82, 0xac], [0x80, 0x80, 0x80, 0x80], [0xed, 0xa0, 0x80], [0xc3, 0xa9]].flatMap((seq) =>
+  [1, 2, 3].map((before) => Buffer.concat([Buffer.from('a'.repeat(MIB - before)), Buffer.from(seq), Buffer.from('b'.repeat(MIB / 2)), Buffer.from(seq)])),
+);
+
+/** What a decoded ACROSS body is checked by (the rest is a's and b's): its length, the text around 1 MiB, its end. */
+const around = (text: string) => [text.length, text.slice(1048576 - 8, 1048576 + 8), text.slice(-8)];
+
 beforeAll(async () => {
   const vendor = await vendorServer((req, res) => {
     if (req.url === '/json') {
@@ -35,6 +44,8 @@ beforeAll(async () => {
       res.end('y'.repeat(200_000));
     } else if (req.url === '/mixed') {
       res.end(MIXED_UTF8);
+    } else if (req.url?.startsWith('/across/')) {
+      res.end(ACROSS[Number(req.url.slice('/across/'.length))]);
     } else if (req.url === '/empty') {
       res.statusCode = 204;
       res.end();
@@ -210,6 +221,12 @@ describe('fetch against a vendor', () => {
     expect(got.a).toBe(node);
     expect(got.b).toBe(node.slice(1));
     expect(got.b).toBe(await (await fetch(`${base}/mixed`)).text());
+    const across = await value(
+      'across_utf8',
+      `const out = []; for (let i = 0; i < ${ACROSS.length}; i++) out.push(around(await (await ctx.fetch(base + '/across/' + i)).text())); return out;`.replace('const out', `const around = ${around.toString()}; const out`),
+      { limits: { responseBytes: 4 * MIB } },
+    );
+    expect(across).toEqual(ACROSS.map((b) => around(new TextDecoder('utf-8', { ignoreBOM: true }).decode(b))));
   });
 
   it("refuses a host the function may not reach with ctx.fetch's message, as a TypeError", async () => {

@@ -276,15 +276,40 @@ export const streamDecoder = (encoding, fatal, ignoreBOM) => {
 
 /** Below this many bytes the decoder here is quicker than a trip to the host. */
 const HOST_DECODE_MIN_BYTES = 2048;
+/** The host decodes at most this many bytes a call: what one decode holds in the host's memory. */
+const HOST_DECODE_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * `bytes` decoded by the host a slice at a time, each a fresh copy (isolated-vm copies a view's
+ * whole buffer). A slice is cut before a byte that is not a sequence's continuation (backing up at
+ * most 3), so no sequence is split and each slice decodes as it would in the whole. Undefined when the host refuses (no run).
+ * @param {Uint8Array} bytes @returns {string | undefined}
+ */
+const hostDecode = (bytes) => {
+  const n = call(TypedArrayByteLength, bytes);
+  const buffer = call(TypedArrayBuffer, bytes);
+  const offset = call(TypedArrayByteOffset, bytes);
+  let out = '';
+  for (let at = 0; at < n; ) {
+    let end = at + HOST_DECODE_SLICE_BYTES;
+    if (end >= n) end = n;
+    else for (let back = 0; back < 3 && ((/** @type {number} */ (bytes[end])) & 0xc0) === 0x80; back++) end--;
+    const text = sync('utf8', new Uint8ArrayCtor(new Uint8ArrayCtor(buffer, offset + at, end - at)));
+    if (typeof text !== 'string') return undefined;
+    out += text;
+    at = end;
+  }
+  return out;
+};
 
 /** UTF-8 bytes as text, bad bytes as U+FFFD, a BOM kept (what response bodies and ctx.fetch use). @param {Uint8Array} bytes */
 export const utf8Decode = (bytes) => {
   // A large body goes to the host's native decoder (the same Encoding-standard decoding, in one
   // pass): byte by byte here, 8 MiB takes half a second. Where the host refuses (no run), it is decoded here.
-  if (bytes.length >= HOST_DECODE_MIN_BYTES) {
+  if (call(TypedArrayByteLength, bytes) >= HOST_DECODE_MIN_BYTES) {
     try {
-      const text = sync('utf8', bytes);
-      if (typeof text === 'string') return text;
+      const text = hostDecode(bytes);
+      if (text !== undefined) return text;
     } catch {
       // decoded below
     }
