@@ -16,6 +16,8 @@ interface Sdk {
   pkg: string;
   /** Pinned: the latest version when this file was written. */
   version: string;
+  /** Other packages it needs beside it. */
+  with?: Record<string, string>;
   handler: (key: string, port: number) => VendorHandler;
   /** The function's source; BASE is the stand-in's URL. */
   source: string;
@@ -134,6 +136,21 @@ export default async (args, ctx) => {
 `,
   },
   {
+    fn: 'mistral_chat',
+    pkg: '@mistralai/mistralai',
+    version: '2.7.0',
+    // It imports @opentelemetry/api as it loads, though npm counts it optional.
+    with: { '@opentelemetry/api': '1.10.0' },
+    handler: (key) => standIns.openAiLike(key, '/v1'),
+    source: `import { Mistral } from '@mistralai/mistralai';
+export default async (args, ctx) => {
+  const mistral = new Mistral({ apiKey: ctx.secret('mistral_chat'), serverURL: BASE });
+  const completion = await mistral.chat.complete({ model: 'mistral-small-latest', messages: [{ role: 'user', content: 'Say hello' }] });
+  return { id: completion.id, text: completion.choices[0].message.content };
+};
+`,
+  },
+  {
     fn: 'gemini_generate',
     pkg: '@google/genai',
     version: '3.3.0',
@@ -185,7 +202,7 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
       };
       writeFileSync(join(dir, 'function.json'), JSON.stringify(spec));
       writeFileSync(join(dir, 'index.js'), `const BASE = 'http://127.0.0.1:${port}';\n${sdk.source}`);
-      writeFileSync(join(dir, 'package.json'), JSON.stringify({ dependencies: { [sdk.pkg]: sdk.version } }));
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ dependencies: { [sdk.pkg]: sdk.version, ...sdk.with } }));
       // One save: npm installs the pinned version into the data folder's shared cache, esbuild bundles.
       const started = performance.now();
       const saved = await cli(['import', dir, '--data-dir', data]);
@@ -285,6 +302,13 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     const seen = lastSeen('groq_chat');
     expect([seen.method, seen.url, seen.headers.authorization]).toEqual(['POST', '/openai/v1/chat/completions', `Bearer ${installed.get('groq_chat')!.key}`]);
     expect(JSON.parse(seen.body)).toEqual({ model: 'llama-3.3-70b-versatile', messages: [{ role: 'user', content: 'Say hello' }] });
+  });
+
+  it('@mistralai/mistralai (with @opentelemetry/api beside it): chat.complete', async () => {
+    expect(await run('mistral_chat')).toEqual({ id: 'chatcmpl-stand-in', text: 'Hello there' });
+    const seen = lastSeen('mistral_chat');
+    expect([seen.method, seen.url, seen.headers.authorization]).toEqual(['POST', '/v1/chat/completions', `Bearer ${installed.get('mistral_chat')!.key}`]);
+    expect(JSON.parse(seen.body)).toMatchObject({ model: 'mistral-small-latest', messages: [{ role: 'user', content: 'Say hello' }] });
   });
 
   it('@google/genai: models.generateContent', async () => {
