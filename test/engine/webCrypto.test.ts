@@ -404,6 +404,40 @@ describe('keys are opaque handles of their run', () => {
   });
 });
 
+describe('crypto.getRandomValues', () => {
+  it('refuses a float array or DataView with TypeMismatchError (even an oversized one), over 65,536 bytes with QuotaExceededError, and fills every integer array kind up to that', async () => {
+    const value = await inSandbox(
+      'random_values_errors',
+      `const refused = (make) => { try { make(); return 'filled'; } catch (e) { return { name: e.name, code: e.code, dom: e instanceof DOMException }; } };
+       const fakeTag = new Float32Array(4);
+       Object.defineProperty(fakeTag, Symbol.toStringTag, { value: 'Uint8Array' });
+       const mismatch = {
+         float32: refused(() => crypto.getRandomValues(new Float32Array(4))),
+         float64Oversized: refused(() => crypto.getRandomValues(new Float64Array(65536 / 8 + 1))),
+         dataView: refused(() => crypto.getRandomValues(new DataView(new ArrayBuffer(8)))),
+         fakeTag: refused(() => crypto.getRandomValues(fakeTag)),
+       };
+       const kinds = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, BigInt64Array, BigUint64Array];
+       const quota = kinds.map((Kind) => refused(() => crypto.getRandomValues(new Kind(65536 / Kind.BYTES_PER_ELEMENT + 1))));
+       const filled = kinds.map((Kind) => {
+         const array = crypto.getRandomValues(new Kind(65536 / Kind.BYTES_PER_ELEMENT));
+         return [array.constructor.name, new Set(new Uint8Array(array.buffer)).size > 200];
+       });
+       return { mismatch, quota, filled, notAView: refused(() => crypto.getRandomValues([1, 2, 3])) };`,
+    );
+    const kinds = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array'];
+    expect(value.mismatch).toEqual({
+      float32: { name: 'TypeMismatchError', code: 17, dom: true },
+      float64Oversized: { name: 'TypeMismatchError', code: 17, dom: true },
+      dataView: { name: 'TypeMismatchError', code: 17, dom: true },
+      fakeTag: { name: 'TypeMismatchError', code: 17, dom: true },
+    });
+    expect(value.quota).toEqual(kinds.map(() => ({ name: 'QuotaExceededError', code: 22, dom: true })));
+    expect(value.filled).toEqual(kinds.map((kind) => [kind, true]));
+    expect(value.notAView).toEqual({ name: 'TypeError', code: undefined, dom: false });
+  });
+});
+
 describe('bounds', () => {
   it(`refuses key ${SUBTLE_LIMITS.keys + 1} of a run with QuotaExceededError, and the run's keys keep working`, async () => {
     const value = await inSandbox(

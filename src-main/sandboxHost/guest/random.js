@@ -3,27 +3,38 @@
 import {
   ObjectCreate,
   ObjectFreeze,
-  ObjectPrototypeToString,
-  ErrorCtor,
   TypeErrorCtor,
   Uint8ArrayCtor,
   ArrayBufferIsView,
+  TypedArrayProto,
   TypedArrayByteLength,
   TypedArrayBuffer,
   TypedArrayByteOffset,
+  SymbolToStringTag,
   call,
 } from './intrinsics.js';
 import { sync } from './host.js';
 import { defineGlobal } from './globals.js';
 import { defineSubtle } from './web/subtle.js';
+import { domException } from './web/domException.js';
+
+// %TypedArray%.prototype[@@toStringTag] reads the array's own kind (undefined for anything else),
+// which a function cannot fake the way it can an own Symbol.toStringTag.
+const typedArrayName = /** @type {() => string | undefined} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, SymbolToStringTag)).get);
+/** The integer arrays WebCrypto accepts; any other view (floats, DataView) is a TypeMismatchError. */
+const INTEGER_ARRAYS = ObjectCreate(null);
+for (const kind of ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']) INTEGER_ARRAYS[kind] = true;
 
 /** @param {unknown} array */
 const getRandomValues = (array) => {
-  if (!ArrayBufferIsView(array) || call(ObjectPrototypeToString, array) === '[object DataView]' || call(ObjectPrototypeToString, array) === '[object Float32Array]' || call(ObjectPrototypeToString, array) === '[object Float64Array]') {
-    throw new TypeErrorCtor('crypto.getRandomValues: expected an integer typed array');
+  // WebIDL's ArrayBufferView conversion, then the spec's two checks in its order: kind, then size.
+  if (!ArrayBufferIsView(array)) throw new TypeErrorCtor('crypto.getRandomValues: expected an integer typed array');
+  const kind = call(typedArrayName, array);
+  if (kind === undefined || INTEGER_ARRAYS[kind] !== true) {
+    throw domException(`crypto.getRandomValues: ${kind ?? 'DataView'} is not an integer typed array`, 'TypeMismatchError');
   }
   const length = call(TypedArrayByteLength, array);
-  if (length > 65536) throw new ErrorCtor(`crypto.getRandomValues: ${length} bytes requested, at most 65536 allowed`);
+  if (length > 65536) throw domException(`crypto.getRandomValues: ${length} bytes requested, at most 65536 allowed`, 'QuotaExceededError');
   const random = sync('random', length);
   const target = new Uint8ArrayCtor(call(TypedArrayBuffer, array), call(TypedArrayByteOffset, array), length);
   for (let i = 0; i < length; i++) target[i] = random[i];
