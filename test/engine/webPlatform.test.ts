@@ -245,6 +245,19 @@ describe('timers, clock and structuredClone', () => {
       failures: [['DataCloneError', 25, true], ['DataCloneError', 25, true], ['DataCloneError', 25, true]],
     });
   });
+
+  it('structuredClone throws a DataCloneError for a URL or URLSearchParams anywhere in the value, even one whose prototype the function swapped', async () => {
+    const got = await value(
+      'clone_url',
+      `const disguised = new URL('https://example.com/a?b=c');
+       Object.setPrototypeOf(disguised, Object.prototype);
+       const refused = (v) => { try { structuredClone(v); return 'cloned'; } catch (e) { return [e.name, e.code, e instanceof DOMException, e.message]; } };
+       return [new URL('about:blank'), new URLSearchParams('a=1'), { nested: [new Map([['k', new URL('https://example.com/')]])] }, new Set([new URLSearchParams()]), disguised].map(refused)
+         .concat([JSON.stringify(structuredClone({ href: new URL('https://example.com/x').href, list: [1, { a: 2 }] }))]);`,
+    );
+    const refusal = (kind: string) => ['DataCloneError', 25, true, `structuredClone: a ${kind} could not be cloned.`];
+    expect(got).toEqual([refusal('URL'), refusal('URLSearchParams'), refusal('URL'), refusal('URLSearchParams'), refusal('URL'), '{"href":"https://example.com/x","list":[1,{"a":2}]}']);
+  });
 });
 
 describe('streams', () => {

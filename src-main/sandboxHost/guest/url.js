@@ -83,6 +83,8 @@ let resetParams;
 export let paramsText;
 /** @type {(params: URLSearchParams) => [string, string][]} */
 let paramsList;
+/** @type {(value: unknown) => boolean} */
+export let isURL;
 /** @type {(params: URLSearchParams, kind: 'key' | 'value' | 'key+value') => Iterator<unknown>} */
 let iterateParams;
 class URLSearchParams {
@@ -295,6 +297,10 @@ class URL {
   get searchParams() { return this.#params; }
   toString() { return this.#parts.href; }
   toJSON() { return this.#parts.href; }
+  static {
+    // True for a URL made here, whatever the function did to its prototype.
+    isURL = (value) => value !== null && typeof value === 'object' && #parts in value;
+  }
 }
 
 webIdlInterface(URLSearchParams, 'URLSearchParams');

@@ -5,7 +5,14 @@ import {
   NumberIsFinite,
   PromiseThen,
   ObjectDefineProperty,
+  ObjectKeys,
+  ObjectPrototypeToString,
+  WeakMapCtor,
+  WeakMapHas,
+  WeakMapSet,
+  MapForEach,
   TypeErrorCtor,
+  ErrorCtor,
   StringIndexOf,
   StringSlice,
   SymbolToStringTag,
@@ -16,8 +23,10 @@ import { newTimer, timerActive, clearTimer } from '../timers.js';
 import { defineGlobal, defineLazyGlobal } from '../globals.js';
 import { domException } from './domException.js';
 import { events, now, timeOrigin, reportException } from './events.js';
+import { isURL, paramsText } from '../url.js';
 
 const ArrayIncludes = Array.prototype.includes;
+const SetForEach = Set.prototype.forEach;
 const MAKE = Symbol('make');
 /** @type {{ Performance: Function, performance: object } | undefined} */
 let performanceParts;
@@ -108,6 +117,30 @@ const ERROR_RECORD = 7;
 /** @param {string} message */
 const dataCloneError = (message) => domException(message, 'DataCloneError');
 
+/**
+ * The HTML standard does not make URL or URLSearchParams serializable, but the library would copy
+ * either as an empty object: find them (by brand) where the library will look, and refuse them.
+ * @param {unknown} value @param {WeakMap<object, true>} seen
+ */
+const refuseUnserializable = (value, seen) => {
+  if (value === null || typeof value !== 'object' || call(WeakMapHas, seen, value)) return;
+  call(WeakMapSet, seen, value, true);
+  if (isURL(value) || paramsText(value) !== undefined) {
+    throw dataCloneError(`structuredClone: a ${isURL(value) ? 'URL' : 'URLSearchParams'} could not be cloned.`);
+  }
+  const tag = call(StringSlice, call(ObjectPrototypeToString, value), 8, -1);
+  /** @param {unknown} entry */
+  const visit = (entry) => refuseUnserializable(entry, seen);
+  const o = /** @type {any} */ (value);
+  if (tag === 'Map') call(MapForEach, o, (/** @type {unknown} */ entry, /** @type {unknown} */ key) => (visit(key), visit(entry)));
+  else if (tag === 'Set') call(SetForEach, o, visit);
+  else if (tag === 'Array') for (let i = 0; i < o.length; i++) visit(o[i]);
+  else if (call(StringIndexOf, tag, 'Array') < 0 && tag !== 'DataView' && tag !== 'Date' && tag !== 'RegExp' && !(o instanceof ErrorCtor)) {
+    const keys = ObjectKeys(o);
+    for (let i = 0; i < keys.length; i++) visit(o[/** @type {string} */ (keys[i])]);
+  }
+};
+
 /** @param {unknown} value @param {unknown} [options] */
 const structuredCloneFn = function structuredClone(value, options) {
   if (arguments.length === 0) throw new TypeErrorCtor('structuredClone: 1 argument required, but only 0 present');
@@ -115,6 +148,7 @@ const structuredCloneFn = function structuredClone(value, options) {
   // @ts-expect-error -- @ungap/structured-clone ships no types
   const library = (cloneLibrary ??= require('@ungap/structured-clone'));
   let records;
+  refuseUnserializable(value, new WeakMapCtor());
   try {
     records = library.serialize(value);
   } catch (error) {
