@@ -168,7 +168,6 @@ export default async (args, ctx) => {
 const registry = await machineRegistry();
 
 interface Installed {
-  port: number;
   seen: SeenRequest[];
   key: string;
   /** The version `callable show` says is locked. */
@@ -177,11 +176,13 @@ interface Installed {
 }
 
 describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registry (${registry.url}; skipped when it cannot be reached from here)`, () => {
-  const data = mkdtempSync(join(tmpdir(), 'callable-sdks-'));
+  // One data folder, so one package cache, for all of them.
+  let data = '';
   const installed = new Map<string, Installed>();
   afterAll(() => rmSync(data, { recursive: true, force: true }));
 
   beforeAll(async () => {
+    data = mkdtempSync(join(tmpdir(), 'callable-sdks-'));
     // The saves run side by side: each mostly waits on the registry.
     const save = async (sdk: Sdk): Promise<void> => {
       const key = `sk-${sdk.fn}-${Math.random().toString(36).slice(2)}`;
@@ -217,7 +218,7 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
         const set = await cli(['credentials', 'set', sdk.fn, '--host', `127.0.0.1:${port}`, '--grant', sdk.fn, '--data-dir', data], { stdin: key });
         expect(set.code, set.stderr).toBe(0);
       }
-      installed.set(sdk.fn, { port, seen: vendor.seen, key, version, saved });
+      installed.set(sdk.fn, { seen: vendor.seen, key, version, saved });
       console.log(`${sdk.pkg}@${version ?? '?'}: saved in ${Math.round(saveMs)} ms (exit ${saved.code}), bundle ${(bundleBytes / 1024).toFixed(1)} kB`);
     };
     await Promise.all(SDKS.map(save));
