@@ -461,6 +461,41 @@ describe('Request, Response, Headers, FormData, Blob and File as Node has them',
     );
   });
 
+  it('Response.clone and Request.clone give each branch its own chunks: changing a chunk read from one never changes the other (a view keeps its kind, offset and length)', async () => {
+    const got = await value(
+      'clone_chunks',
+      `const first = async (body) => (await body.getReader().read()).value;
+       const fresh = () => new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]).buffer;
+       const streamOf = (...chunks) => new ReadableStream({ start(c) { for (const chunk of chunks) c.enqueue(chunk); c.close(); } });
+       const out = {};
+       for (const [name, chunk] of [['Uint8Array', new Uint8Array(fresh(), 4, 4)], ['Int16Array', new Int16Array(fresh(), 2, 2)], ['DataView', new DataView(fresh(), 2, 8)], ['ArrayBuffer', fresh()]]) {
+         const original = new Response(streamOf(chunk));
+         const clone = original.clone();
+         const mine = await first(original.body);
+         const theirs = await first(clone.body);
+         new Uint8Array(mine.buffer ?? mine).fill(0);
+         const view = new Uint8Array(theirs.buffer ?? theirs);
+         out[name] = { same: mine === chunk, kind: Object.getPrototypeOf(theirs) === Object.getPrototypeOf(chunk), offset: theirs.byteOffset ?? 0, length: theirs.byteLength, bytes: [...view] };
+       }
+       const request = new Request('https://x.example/', { method: 'POST', body: streamOf(new Uint8Array([104, 105])), duplex: 'half' });
+       const requestClone = request.clone();
+       (await first(request.body)).fill(0);
+       const fetched = await fetch(base + '/json');
+       const fetchedClone = fetched.clone();
+       (await first(fetched.body)).fill(0);
+       return { out, request: await requestClone.text(), fetched: await fetchedClone.json() };`,
+    );
+    const all = Array.from({ length: 16 }, (_, i) => i + 1);
+    expect(got.out).toEqual({
+      Uint8Array: { same: true, kind: true, offset: 4, length: 4, bytes: all },
+      Int16Array: { same: true, kind: true, offset: 2, length: 4, bytes: all },
+      DataView: { same: true, kind: true, offset: 2, length: 8, bytes: all },
+      ArrayBuffer: { same: true, kind: true, offset: 0, length: 16, bytes: all },
+    });
+    expect(got.request).toBe('hi');
+    expect(got.fetched).toEqual({ hello: 'world', n: 1 });
+  });
+
   it('Request: method, URL, defaults, headers, bodies, clone, refusals', async () => {
     await sameAsNode(
       'request_semantics',

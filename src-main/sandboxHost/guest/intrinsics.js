@@ -45,6 +45,8 @@ export const TypedArrayProto = ObjectGetPrototypeOf(Uint8Array.prototype);
 export const TypedArrayByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteLength')).get);
 export const TypedArrayBuffer = /** @type {() => ArrayBuffer} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'buffer')).get);
 export const TypedArrayByteOffset = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, 'byteOffset')).get);
+// The array's own kind ('Uint8Array'…), undefined for anything else: unlike Object.prototype.toString, not fooled by an own Symbol.toStringTag.
+export const TypedArrayName = /** @type {() => string | undefined} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, Symbol.toStringTag)).get);
 export const ArrayBufferByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')).get);
 export const ArrayBufferSlice = ArrayBuffer.prototype.slice;
 export const MapCtor = Map;
@@ -82,9 +84,9 @@ export const isArrayBuffer = (v) => {
 // iterator) cannot change what is pushed into it or read out of it.
 export const bareList = () => /** @type {number[]} */ (ObjectSetPrototypeOf([], null));
 const dataViewGetter = /** @param {string} name */ (name) => /** @type {(this: DataView) => any} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(DataView.prototype, name)).get);
-const DataViewBuffer = dataViewGetter('buffer');
-const DataViewByteOffset = dataViewGetter('byteOffset');
-const DataViewByteLength = dataViewGetter('byteLength');
+export const DataViewBuffer = dataViewGetter('buffer');
+export const DataViewByteOffset = dataViewGetter('byteOffset');
+export const DataViewByteLength = dataViewGetter('byteLength');
 /** The bytes any ArrayBufferView (a typed array or a DataView) looks at, as a Uint8Array view. @param {ArrayBufferView} view */
 export const viewOf = (view) => {
   try {

@@ -6,11 +6,10 @@ import {
   TypeErrorCtor,
   Uint8ArrayCtor,
   ArrayBufferIsView,
-  TypedArrayProto,
+  TypedArrayName,
   TypedArrayByteLength,
   TypedArrayBuffer,
   TypedArrayByteOffset,
-  SymbolToStringTag,
   call,
 } from './intrinsics.js';
 import { sync } from './host.js';
@@ -18,9 +17,6 @@ import { defineGlobal } from './globals.js';
 import { defineSubtle } from './web/subtle.js';
 import { domException } from './web/domException.js';
 
-// %TypedArray%.prototype[@@toStringTag] reads the array's own kind (undefined for anything else),
-// which a function cannot fake the way it can an own Symbol.toStringTag.
-const typedArrayName = /** @type {() => string | undefined} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, SymbolToStringTag)).get);
 /** The integer arrays WebCrypto accepts; any other view (floats, DataView) is a TypeMismatchError. */
 const INTEGER_ARRAYS = ObjectCreate(null);
 for (const kind of ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']) INTEGER_ARRAYS[kind] = true;
@@ -29,7 +25,7 @@ for (const kind of ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array'
 const getRandomValues = (array) => {
   // WebIDL's ArrayBufferView conversion, then the spec's two checks in its order: kind, then size.
   if (!ArrayBufferIsView(array)) throw new TypeErrorCtor('crypto.getRandomValues: expected an integer typed array');
-  const kind = call(typedArrayName, array);
+  const kind = call(TypedArrayName, array);
   if (kind === undefined || INTEGER_ARRAYS[kind] !== true) {
     throw domException(`crypto.getRandomValues: ${kind ?? 'DataView'} is not an integer typed array`, 'TypeMismatchError');
   }

@@ -22,6 +22,13 @@ import {
   TypeErrorCtor,
   RangeErrorCtor,
   TypedArrayBuffer,
+  TypedArrayName,
+  TypedArrayByteLength,
+  TypedArrayByteOffset,
+  ArrayBufferSlice,
+  DataViewBuffer,
+  DataViewByteOffset,
+  DataViewByteLength,
   Uint8ArrayCtor,
   SymbolToStringTag,
   call,
@@ -43,6 +50,7 @@ import { isFormData, formParts, makeFormData } from './formData.js';
 import { AbortController, isAbortSignal, signalAborted, signalReason, onAbort as whenAborted } from './events.js';
 import { subtle } from './subtle.js';
 import { bytesToBase64 } from '../base64.js';
+import { structuredCloneFn } from './misc.js';
 
 const G = globalThis;
 /** The largest request body sent (the host refuses more too): a stream body is read up to this. */
@@ -194,12 +202,80 @@ const streamOf = (body) => {
   return body.stream;
 };
 
+/** Whether `stream` is a byte stream (only those give a BYOB reader); it is left unlocked. @param {any} stream */
+const isByteStream = (stream) => {
+  try {
+    stream.getReader({ mode: 'byob' }).releaseLock();
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+// This context's view constructors, captured before any function code runs.
+const VIEWS = /** @type {Record<string, new (buffer: ArrayBuffer, offset: number, length: number) => ArrayBufferView>} */ (ObjectCreate(null));
+const DataViewCtor = DataView;
+for (const View of [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, BigInt64Array, BigUint64Array, Float32Array, Float64Array]) VIEWS[View.name] = View;
+
+/** A structured clone of a stream chunk; a view keeps its kind, offset and length in a copy of its whole buffer (the library would keep only the viewed bytes). @param {unknown} chunk */
+const cloneChunk = (chunk) => {
+  if (!ArrayBufferIsView(chunk)) return structuredCloneFn(chunk);
+  const kind = call(TypedArrayName, chunk);
+  if (kind === undefined) {
+    return new DataViewCtor(call(ArrayBufferSlice, call(DataViewBuffer, chunk)), call(DataViewByteOffset, chunk), call(DataViewByteLength, chunk));
+  }
+  const View = VIEWS[kind];
+  if (View === undefined) return structuredCloneFn(chunk);
+  const length = call(TypedArrayByteLength, chunk) / /** @type {any} */ (View).BYTES_PER_ELEMENT;
+  return new View(call(ArrayBufferSlice, call(TypedArrayBuffer, chunk)), call(TypedArrayByteOffset, chunk), length);
+};
+
+/** A stream that reads `read()`'s results one pull at a time (nothing ahead), giving `pick` of each. @param {any} reader @param {(value: any) => unknown} pick */
+const pullingFrom = (reader, pick) =>
+  new (streams().ReadableStream)(
+    {
+      /** @param {any} controller */
+      pull(controller) {
+        return call(PromiseThen, reader.read(), /** @param {{ done: boolean, value: unknown }} result */ (result) => {
+          if (result.done) controller.close();
+          else controller.enqueue(pick(result.value));
+        });
+      },
+      /** @param {unknown} reason */
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+
+/**
+ * Fetch tees a body so that the second branch gets structured clones of the chunks (a byte stream's
+ * tee already copies them): each chunk is cloned as it is read from the source, so changing a chunk
+ * read from one body never changes the other's.
+ * @param {any} stream @returns {[any, any]}
+ */
+const teeBody = (stream) => {
+  if (isByteStream(stream)) return stream.tee();
+  const source = stream.getReader();
+  const pairs = pullingFrom(source, (chunk) => {
+    try {
+      return [chunk, cloneChunk(chunk)];
+    } catch (error) {
+      call(PromiseThen, source.cancel(error), undefined, () => {});
+      throw error;
+    }
+  });
+  const [a, b] = pairs.tee();
+  return [pullingFrom(a.getReader(), (pair) => pair[0]), pullingFrom(b.getReader(), (pair) => pair[1])];
+};
+
 /** A second body with the same bytes (a stream is teed). @param {Body | null} body @param {string} who @returns {Body | null} */
 const cloneBody = (body, who) => {
   if (body === null) return null;
   if (bodyUsed(body)) throw new TypeErrorCtor(`${who}: the body has already been read`);
   if (body.stream === null) return { bytes: body.bytes, stream: null, used: false };
-  const [a, b] = body.stream.tee();
+  const [a, b] = teeBody(body.stream);
   body.stream = a;
   return { bytes: null, stream: b, used: false };
 };

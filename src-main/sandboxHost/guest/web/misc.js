@@ -142,7 +142,7 @@ const refuseUnserializable = (value, seen) => {
 };
 
 /** @param {unknown} value @param {unknown} [options] */
-const structuredCloneFn = function structuredClone(value, options) {
+export const structuredCloneFn = function structuredClone(value, options) {
   if (arguments.length === 0) throw new TypeErrorCtor('structuredClone: 1 argument required, but only 0 present');
   if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeErrorCtor('structuredClone: the options must be an object');
   // @ts-expect-error -- @ungap/structured-clone ships no types
