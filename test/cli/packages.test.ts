@@ -1,11 +1,9 @@
 // callable add / remove / show with npm packages, against a real npm and a registry stand-in on 127.0.0.1.
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findNpm } from '../../src-main/engine/functions/packages/npm.ts';
 import { cli } from '../support/cli.ts';
-import { fixtureRegistry, type FixtureRegistry } from '../support/registry.ts';
+import { fixtureRegistry, machineRegistry, type FixtureRegistry } from '../support/registry.ts';
 import { tempDir } from '../support/tmp.ts';
 
 let registry: FixtureRegistry;
@@ -130,12 +128,7 @@ describe('export, import and saved tests with the lock', () => {
   });
 });
 
-const npm = findNpm(process.env);
-const REGISTRY = npm ? execFileSync(npm.command, [...npm.args, 'config', 'get', 'registry'], { encoding: 'utf8', timeout: 20_000 }).trim() : 'https://registry.npmjs.org/';
-const reachable = await fetch(new URL('ms', REGISTRY), { signal: AbortSignal.timeout(8000) }).then(
-  (r) => r.ok,
-  () => false,
-);
+const { url: REGISTRY, reachable } = await machineRegistry();
 
 describe.skipIf(!reachable)(`the machine's own npm registry (${REGISTRY}; skipped when it cannot be reached from here)`, () => {
   it('adds the real "ms" package and runs it', async () => {

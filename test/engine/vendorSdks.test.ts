@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../support/cli.ts';
 import { connect, type CallResult } from '../support/mcpClients.ts';
 import { vendorServer, type SeenRequest, type VendorHandler } from '../support/vendor.ts';
-import { machineRegistry } from '../support/vendors/npmRegistry.ts';
+import { machineRegistry } from '../support/registry.ts';
 import * as standIns from '../support/vendors/standIns.ts';
 
 interface Sdk {

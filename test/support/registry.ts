@@ -1,7 +1,9 @@
 // A real npm registry stand-in on 127.0.0.1: packuments and tarballs of packages the test builds,
 // served over HTTP exactly where npm asks for them (GET /NAME, GET /NAME/-/FILE.tgz).
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { findNpm } from '../../src-main/engine/functions/packages/npm.ts';
 import { vendorServer } from './vendor.ts';
 
 export interface FixturePackage {
@@ -111,4 +113,15 @@ function tar(files: Record<string, string>): Buffer {
   }
   blocks.push(Buffer.alloc(1024));
   return Buffer.concat(blocks);
+}
+
+/** The npm registry this machine's npm config names, and whether it answers from here (for skipIf). */
+export async function machineRegistry(): Promise<{ url: string; reachable: boolean }> {
+  const npm = findNpm(process.env);
+  const url = npm ? execFileSync(npm.command, [...npm.args, 'config', 'get', 'registry'], { encoding: 'utf8', timeout: 20_000 }).trim() : 'https://registry.npmjs.org/';
+  const reachable = await fetch(new URL('ms', url), { signal: AbortSignal.timeout(8000) }).then(
+    (r) => r.ok,
+    () => false,
+  );
+  return { url, reachable };
 }
