@@ -6,7 +6,8 @@ import { resultTooLargeMessage, timeoutMessage } from '../engine/model/toolResul
 import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../engine/sandbox/protocol.ts';
 import { RunBridge, type RunControl } from './bridge.ts';
 import { guestSource } from './guestBundle.ts';
-import { GuestCode, IsolatePool } from './pool.ts';
+import { GuestCode } from './guestCode.ts';
+import { IsolatePool } from './pool.ts';
 import type { PreparedContext, WarmIsolate as IsolateSlot } from './warmIsolate.ts';
 
 const ENVELOPE_BYTES = '{"ok":true,"value":}'.length;

@@ -1,7 +1,7 @@
 import ivm from 'isolated-vm';
 import type { CompiledModule as CompiledFunction } from '../engine/sandbox/protocol.ts';
 import { EarlyBridge, REFUSE_ALL, type HostBinding } from './bridge.ts';
-import type { GuestCode } from './pool.ts';
+import type { GuestCode } from './guestCode.ts';
 
 /** A fresh, never-used context with the prelude installed: what one call needs. */
 export interface PreparedContext {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { build, type Plugin } from 'esbuild';
 import { buildGuest, GUEST_BUILD_OPTIONS, guestScript, loadGuest } from '../../src-main/sandboxHost/guestBundle.ts';
-import { GuestCode } from '../../src-main/sandboxHost/pool.ts';
+import { GuestCode } from '../../src-main/sandboxHost/guestCode.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { tempDir } from '../support/tmp.ts';
 
