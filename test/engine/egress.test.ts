@@ -222,4 +222,21 @@ describe('refused egress', () => {
       expect(seen.length).toBe(before);
     });
   }
+
+  it('accepts a Content-Length from the function only when it is exactly the body length, and the host writes its own', async () => {
+    await fetcher('own_length', [`127.0.0.1:${port}`]);
+    const before = seen.length;
+    const body = 'héllo'; // 6 bytes, 5 characters
+    const exact = await engine.run('own_length', { url: `http://127.0.0.1:${port}/len`, init: { method: 'POST', body, headers: { 'Content-Length': '6' } } }, { caller: 'test' });
+    expect(exact).toMatchObject({ ok: true, value: { status: 200 } });
+    expect(seen[before]!.headers['content-length']).toBe('6');
+    expect(seen[before]!.body).toBe(body);
+
+    const wrong = await engine.run('own_length', { url: `http://127.0.0.1:${port}/len`, init: { method: 'POST', body, headers: { 'Content-Length': '5' } } }, { caller: 'test' });
+    expect(wrong).toMatchObject({
+      ok: true,
+      value: { code: 'egress_refused', error: `POST http://127.0.0.1:${port}/len refused: the "content-length" header says "5" but the body is 6 bytes; remove the header (the host sets it) or make it match` },
+    });
+    expect(seen.length).toBe(before + 1);
+  });
 });

@@ -90,6 +90,12 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
   const headers: Array<[string, string]> = [];
   for (const [name, value] of request.headers) {
     const lower = name.toLowerCase();
+    // SDKs (stripe) set Content-Length themselves; like undici, one that is exactly the body's length is accepted and the host writes its own.
+    if (lower === 'content-length') {
+      const length = request.body?.byteLength ?? 0;
+      if (value.trim() === String(length)) continue;
+      throw refusedEarly(policy, request, `the "${name}" header says ${JSON.stringify(value)} but the body is ${length} bytes; remove the header (the host sets it) or make it match`);
+    }
     if (MANAGED_HEADERS.has(lower) || lower.startsWith('proxy-')) {
       throw refusedEarly(policy, request, `the "${name}" header is set by the host, not by the function; remove it`);
     }
