@@ -195,6 +195,16 @@ describe('URL and URLSearchParams', () => {
     expect(got.size).toBe(6);
   });
 
+  it('set() gives the first pair of a name the value and drops the later ones, in URLSearchParams and Headers alike', async () => {
+    const got = await value(
+      'set_first',
+      `const p = new URLSearchParams('a=1&b=2&a=3&c=4&a=5'); p.set('a', 'x'); p.set('d', 'y');
+       const h = new Headers([['a', '1'], ['b', '2'], ['a', '3']]); h.set('a', 'x'); h.set('d', 'y');
+       return { params: p.toString(), headers: [...h] };`,
+    );
+    expect(got).toEqual({ params: 'a=x&b=2&c=4&d=y', headers: [['a', 'x'], ['b', '2'], ['d', 'y']] });
+  });
+
   it('builds from a record, a list of pairs or another URLSearchParams, and rejects pairs that are not pairs', async () => {
     const got = await value(
       'params_init',

@@ -21,6 +21,7 @@ import {
   call,
   str,
   append,
+  setPair,
 } from './intrinsics.js';
 import { defineGlobal } from './globals.js';
 
@@ -226,19 +227,7 @@ export class Headers {
     const n = headerName(name);
     const v = headerValue(value);
     this.#mutable();
-    // The first of that name takes the value; the others go.
-    const out = /** @type {[string, string][]} */ ([]);
-    let done = false;
-    for (let i = 0; i < this.#list.length; i++) {
-      const p = /** @type {[string, string]} */ (this.#list[i]);
-      if (p[0] !== n) append(out, p);
-      else if (!done) {
-        append(out, [n, v]);
-        done = true;
-      }
-    }
-    if (!done) append(out, [n, v]);
-    this.#list = out;
+    this.#list = setPair(this.#list, n, v);
   }
   /** @param {unknown} name */
   get(name) {

@@ -106,3 +106,22 @@ export const copyBytes = (view) => {
 // An own element, whatever setters the function put on Array.prototype's indexes (push would call them).
 /** @param {unknown[]} array @param {unknown} value */
 export const append = (array, value) => ObjectDefineProperty(array, array.length, /** @type {PropertyDescriptor} */ ({ __proto__: null, value, writable: true, enumerable: true, configurable: true }));
+/**
+ * A name-value list with `name` set to `value`, as Headers.set and URLSearchParams.set do: the first
+ * pair of that name takes the value, later ones go; without one, the pair is appended.
+ * @param {[string, string][]} list @param {string} name @param {string} value
+ */
+export const setPair = (list, name, value) => {
+  const out = /** @type {[string, string][]} */ ([]);
+  let done = false;
+  for (let i = 0; i < list.length; i++) {
+    const p = /** @type {[string, string]} */ (list[i]);
+    if (p[0] !== name) append(out, p);
+    else if (!done) {
+      append(out, [name, value]);
+      done = true;
+    }
+  }
+  if (!done) append(out, [name, value]);
+  return out;
+};

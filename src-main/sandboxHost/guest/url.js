@@ -24,6 +24,7 @@ import {
   str,
   bareList,
   append,
+  setPair,
 } from './intrinsics.js';
 import { sync } from './host.js';
 import { defineGlobal } from './globals.js';
@@ -172,17 +173,7 @@ class URLSearchParams {
     needArgs(arguments.length, 2, 'URLSearchParams.set');
     const n = usv(name);
     const v = usv(value);
-    const out = /** @type {[string, string][]} */ ([]);
-    let done = false;
-    for (const p of this.#list) {
-      if (p[0] !== n) append(out, p);
-      else if (!done) {
-        append(out, [n, v]);
-        done = true;
-      }
-    }
-    if (!done) append(out, [n, v]);
-    this.#list = out;
+    this.#list = setPair(this.#list, n, v);
     this.#changed();
   }
   sort() {
