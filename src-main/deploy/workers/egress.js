@@ -10,7 +10,7 @@ import { hostMatches, isHostPatternError, parseHostPattern } from '../../engine/
 import { classifyAddress, isIpLiteral, unbracket } from '../../engine/net/addresses.ts';
 import { notAllowedHostReason } from '../../engine/model/toolResults.ts';
 import { Redactor } from '../../engine/credentials/redact.ts';
-import { hopPlan, placeholderRefusal, requestProblem, RunPlaceholders, swapQuery, urlProblem } from '../../engine/credentials/placeholders.ts';
+import { hopPlan, placeholderRefusal, requestProblem, RunPlaceholders, swapHeader, swapQuery, urlProblem } from '../../engine/credentials/placeholders.ts';
 import { POLICIES, CREDENTIALS } from 'callable:egress';
 
 const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
@@ -197,7 +197,7 @@ export default {
       if (missing !== undefined) return refuse('credential_refused', `credential "${missing}" has no secret in this deployment (binding ${/** @type {CredentialSpec} */ (CREDENTIALS[missing]).binding})`, trace);
       const out = new URL(url.href);
       out.search = swapQuery(placeholders, url.search, secretOf);
-      const outHeaders = new Headers(plan.headers.map(([name, value]) => /** @type {[string, string]} */ ([name, placeholders.swap(value, secretOf).text])));
+      const outHeaders = new Headers(plan.headers.map(([name, value]) => /** @type {[string, string]} */ ([name, swapHeader(placeholders, value, secretOf)])));
       if (sendTo && sendTo.header) outHeaders.set(sendTo.header, headerValue(sendTo.template, sendTo.secret));
       if (sendTo && sendTo.query) out.searchParams.set(sendTo.query, sendTo.secret);
       if (!outHeaders.has('user-agent')) outHeaders.set('user-agent', 'CallableStudio/0.1 (workerd)');

@@ -116,12 +116,40 @@ export class RunPlaceholders {
   }
 }
 
-/** Where in a request's headers or body a placeholder may not be (anywhere but a header value as-is). */
+const BASIC = /^(basic +)([A-Za-z0-9+/]+={0,2})$/i;
+/**
+ * A `Basic` header value's decoded `user:password` (RFC 7617), when its base64 is standard and exact:
+ * SDKs (Twilio, Mailgun) build it themselves from the key they are given, so a placeholder in it is as-is.
+ */
+function basicCredentials(value: string): { scheme: string; decoded: string } | undefined {
+  const match = BASIC.exec(value);
+  if (!match) return undefined;
+  const bytes = Buffer.from(match[2]!, 'base64');
+  if (bytes.toString('base64') !== match[2]) return undefined;
+  const decoded = bytes.toString('latin1');
+  return decoded.includes(':') ? { scheme: match[1]!, decoded } : undefined;
+}
+
+/** This run's placeholders in a header value as-is, or inside its `Basic` credentials. */
+const rawInHeader = (placeholders: RunPlaceholders, value: string): Minted[] => {
+  const basic = basicCredentials(value);
+  return basic ? placeholders.rawIn(basic.decoded) : placeholders.rawIn(value);
+};
+
+/** A header value with this run's placeholders swapped for `secretOf(name)`, inside `Basic` credentials re-encoded. */
+export function swapHeader(placeholders: RunPlaceholders, value: string, secretOf: (name: string) => string): string {
+  const basic = basicCredentials(value);
+  if (!basic) return placeholders.swap(value, secretOf).text;
+  const decoded = placeholders.swap(basic.decoded, (name) => Buffer.from(secretOf(name)).toString('latin1')).text;
+  return basic.scheme + Buffer.from(decoded, 'latin1').toString('base64');
+}
+
+/** Where in a request's headers or body a placeholder may not be (anywhere but a header value as-is, or in its `Basic` credentials). */
 export function requestProblem(placeholders: RunPlaceholders, headers: Iterable<[string, string]>, body: Uint8Array | undefined): { found: Found; place: string } | undefined {
   for (const [name, value] of headers) {
     const inName = placeholders.find(name);
     if (inName) return { found: inName, place: 'the name of a header' };
-    const inValue = placeholders.swap(value, () => '').left;
+    const inValue = placeholders.swap(basicCredentials(value)?.decoded ?? value, () => '').left;
     if (inValue) return { found: inValue, place: `the "${name}" header in a form other than as-is (encoded, reversed or from another run)` };
   }
   const inBody = body && placeholders.find(body);
@@ -144,7 +172,7 @@ export function hopPlan(
   const kept: Array<[string, string]> = [];
   const used = new Set<string>();
   for (const [name, value] of headers) {
-    const inValue = placeholders.rawIn(value);
+    const inValue = rawInHeader(placeholders, value);
     const stray = inValue.find((m) => !RunPlaceholders.allows(m, url));
     if (stray && hop === 0) return { headers: [], used: [], refused: elsewhere(stray, `the "${name}" header`) };
     if (stray) continue;

@@ -4,7 +4,7 @@ import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
-import { hopPlan, placeholderRefusal, requestProblem, swapQuery, urlProblem, type RunPlaceholders } from '../credentials/placeholders.ts';
+import { hopPlan, placeholderRefusal, requestProblem, swapHeader, swapQuery, urlProblem, type RunPlaceholders } from '../credentials/placeholders.ts';
 import type { Redactor } from '../credentials/redact.ts';
 import type { ResponseSink } from '../sandbox/protocol.ts';
 import { hostMatches, isHostPatternError, parseHostPattern, StudioError, type HostPattern, type IncomingResponse, type OutgoingRequest, type TraceEntry } from '../model/index.ts';
@@ -235,7 +235,7 @@ async function swapPlaceholders(
   for (const name of plan.used) secrets.set(name, (await policy.credential(name)).secret);
   const secretOf = (name: string) => secrets.get(name)!;
   return {
-    headers: plan.headers.map(([name, value]) => [name, placeholders.swap(value, secretOf).text]),
+    headers: plan.headers.map(([name, value]) => [name, swapHeader(placeholders, value, secretOf)]),
     search: swapQuery(placeholders, target.url.search, secretOf),
     used: plan.used,
   };
