@@ -37,6 +37,16 @@ beforeAll(async () => {
       files: { 'index.js': "const fs = require('fs');\nmodule.exports = () => require('./where.js') + ' ' + typeof fs;", 'where.js': "module.exports = 'node';", 'where-web.js': "module.exports = 'web';" },
     },
     { name: 'leans-on-stray', version: '1.0.0', files: { 'index.js': "module.exports = require('stray');" } },
+    {
+      // As @notionhq/client's webhooks.js: Node's crypto only as a fallback, required inside a try.
+      name: 'hash-fallback',
+      version: '1.0.0',
+      files: {
+        'index.js':
+          "module.exports = (node) => {\n  if (!node) return typeof globalThis.crypto.subtle.digest;\n  try {\n    return require('crypto').createHash('sha256');\n  } catch (error) {\n    return { fallback: 'failed', code: error.code, message: error.message };\n  }\n};",
+      },
+    },
+    { name: 'hash-after-try', version: '1.0.0', files: { 'index.js': "try { globalThis.crypto.subtle; } catch {}\n// try { require('crypto') }\nmodule.exports = require('crypto');" } },
     ...['lazy-extra', 'eager-extra'].map((name) => ({
       name,
       version: '1.0.0',
@@ -97,6 +107,19 @@ describe('packages beside a function', () => {
       'configured: the package "reads-files" imports the Node built-in "fs" (configured.ts → config-loader/index.js → reads-files/index.js → reads-files/lib/read.js → fs), which the sandbox does not provide; use a package made for browsers or workers, or remove it',
     );
     expect(engine.functions.find('configured')).toBeUndefined();
+  });
+
+  it("accepts a package's require() of a Node built-in inside a try block, which fails clearly only when it runs", async () => {
+    await saveWith('hashes', "import hash from 'hash-fallback';\nexport default ({ node }) => hash(node);", { 'hash-fallback': '1.0.0' });
+    expect(await engine.run('hashes', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'function' });
+    expect(await engine.run('hashes', { node: true }, { caller: 'test' })).toMatchObject({
+      ok: true,
+      value: { fallback: 'failed', code: 'MODULE_NOT_FOUND', message: 'require("crypto"): the sandbox does not provide the Node built-in "crypto"' },
+    });
+    // A require outside the try (a try in a comment does not count) is still refused at save with its chain.
+    await expect(saveWith('hashes_eager', "import hash from 'hash-after-try';\nexport default () => hash;", { 'hash-after-try': '1.0.0' })).rejects.toThrow(
+      'hashes_eager: the package "hash-after-try" imports the Node built-in "crypto" (hashes_eager.ts → hash-after-try/index.js → crypto), which the sandbox does not provide; use a package made for browsers or workers, or remove it',
+    );
   });
 
   it("follows a package's browser field: a Node file swapped for its web twin, a built-in mapped to false", async () => {

@@ -143,6 +143,19 @@ export default async (args, ctx) => {
 `,
   },
   {
+    fn: 'notion_query',
+    pkg: '@notionhq/client',
+    version: '5.26.0',
+    handler: (key) => standIns.notion(key),
+    source: `import { Client } from '@notionhq/client';
+export default async (args, ctx) => {
+  const notion = new Client({ auth: ctx.secret('notion_query'), baseUrl: BASE, retry: false });
+  const { results } = await notion.dataSources.query({ data_source_id: 'ds_tasks', filter: { property: 'Done', checkbox: { equals: false } } });
+  return results.map((page) => page.properties.Name.title[0].plain_text);
+};
+`,
+  },
+  {
     fn: 'gemini_generate',
     pkg: '@google/genai',
     version: '3.3.0',
@@ -303,6 +316,13 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     const seen = lastSeen('gemini_generate');
     expect([seen.method, seen.url, seen.headers['x-goog-api-key']]).toEqual(['POST', '/v1/models/gemini-2.5-flash:generateContent', installed.get('gemini_generate')!.key]);
     expect(JSON.parse(seen.body)).toMatchObject({ contents: [{ role: 'user', parts: [{ text: 'Why is the sky blue?' }] }] });
+  });
+
+  it('@notionhq/client: dataSources.query, with the Notion-Version header (its guarded require("crypto") does not stop the save)', async () => {
+    expect(await run('notion_query')).toEqual(['Write docs', 'Ship it']);
+    const seen = lastSeen('notion_query');
+    expect([seen.method, seen.url, seen.headers.authorization, seen.headers['notion-version']]).toEqual(['POST', '/v1/data_sources/ds_tasks/query', `Bearer ${installed.get('notion_query')!.key}`, '2025-09-03']);
+    expect(JSON.parse(seen.body)).toEqual({ filter: { property: 'Done', checkbox: { equals: false } } });
   });
 
   it('openai and @anthropic-ai/sdk answer the same over MCP (stdio), streams included', async () => {

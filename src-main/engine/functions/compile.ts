@@ -2,7 +2,7 @@ import type { Message, Metafile, Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { isAbsolute, sep } from 'node:path';
 import { StudioError, type Language } from '../model/index.ts';
-import { builtinOf, builtinResolution, optionalDependencyOf, packageName, refuseBuiltins, shortName } from './packages/bundle.ts';
+import { builtinOf, builtinResolution, optionalDependencyOf, packageName, refuseBuiltins, shortName, UNAVAILABLE_BUILTIN, unavailableBuiltinModule } from './packages/bundle.ts';
 import type { FunctionPackages, InstalledPackages } from './packages/install.ts';
 
 export interface CompiledFunction {
@@ -110,7 +110,7 @@ function functionImports(name: string, packages: InstalledPackages | undefined):
         if (fromPackage && builtinOf(args.path) !== undefined) {
           // Taken as the package's `browser` field maps it, or from an npm package of that name installed with it.
           const mapped = resolved.errors.length === 0 && (!isAbsolute(resolved.path) || inside(resolved.path));
-          return mapped ? undefined : builtinResolution(args.path);
+          return mapped ? undefined : builtinResolution(args.path, args.kind, args.importer);
         }
         if (resolved.errors.length > 0 || resolved.external || !packages) return resolved.errors.length > 0 ? { errors: resolved.errors } : undefined;
         if (!inside(resolved.path)) {
@@ -118,6 +118,7 @@ function functionImports(name: string, packages: InstalledPackages | undefined):
         }
         return { path: resolved.path, ...(resolved.sideEffects === false ? { sideEffects: false } : {}) };
       });
+      build.onLoad({ filter: /.*/, namespace: UNAVAILABLE_BUILTIN }, (args) => ({ contents: unavailableBuiltinModule(args.path), loader: 'js' }));
     },
   };
 }

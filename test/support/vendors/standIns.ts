@@ -136,6 +136,16 @@ export function stripe(key: string): VendorHandler {
   });
 }
 
+/** Notion: a data source's query (Notion-Version 2025-09-03 and on), one page of two tasks. */
+export function notion(key: string): VendorHandler {
+  const task = (n: number, name: string) => ({ object: 'page', id: `page-${n}`, properties: { Name: { id: 'title', type: 'title', title: [{ type: 'text', plain_text: name, text: { content: name } }] } } });
+  return standIn((req) => req.headers.authorization === `Bearer ${key}`, { object: 'error', status: 401, code: 'unauthorized', message: 'API token is invalid.' }, {
+    'POST /v1/data_sources/ds_tasks/query': (_req, res) => {
+      json(res, { object: 'list', type: 'page_or_data_source', results: [task(1, 'Write docs'), task(2, 'Ship it')], next_cursor: null, has_more: false });
+    },
+  });
+}
+
 /** GitHub's REST API: an issues list in pages of two, linked by a Link header. */
 export function github(key: string, port: number): VendorHandler {
   const issues = [1, 2, 3].map((n) => ({ id: 1000 + n, number: n, title: `Issue ${n}`, state: 'open', user: { login: 'octocat' }, labels: [] }));

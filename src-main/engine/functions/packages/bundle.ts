@@ -1,4 +1,4 @@
-import type { Metafile, OnResolveResult } from 'esbuild';
+import type { ImportKind, Metafile, OnResolveResult } from 'esbuild';
 import { builtinModules } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { basename, join, sep } from 'node:path';
@@ -20,14 +20,124 @@ export function builtinOf(specifier: string): string | undefined {
   return BUILTINS.has(specifier) || BUILTINS.has(base) ? base : undefined;
 }
 
+/** The namespace of a built-in a package requires only inside try blocks: a module that throws when it runs. */
+export const UNAVAILABLE_BUILTIN = 'callable-unavailable-builtin';
+
 /**
  * How the bundle takes a built-in a package imports (after the package's own `browser` field had
- * its say): the sandbox's stand-in when there is one, else left external so the whole graph is
- * known, and `refuseBuiltins` then names the first with its chain.
+ * its say): the sandbox's stand-in when there is one; a module that throws when required, when
+ * every `require()` of it in `importer` sits inside a try block (a fallback the package catches);
+ * else left external so the whole graph is known, and `refuseBuiltins` then names the first with
+ * its chain.
  */
-export function builtinResolution(specifier: string): OnResolveResult {
+export function builtinResolution(specifier: string, kind?: ImportKind, importer?: string): OnResolveResult {
   const stand = COMPATIBLE_BUILTINS[builtinOf(specifier) ?? ''];
-  return stand !== undefined ? { path: stand } : { path: specifier, external: true };
+  if (stand !== undefined) return { path: stand };
+  if (kind === 'require-call' && importer !== undefined && requiredOnlyInTry(importer, specifier)) return { path: specifier, namespace: UNAVAILABLE_BUILTIN };
+  return { path: specifier, external: true };
+}
+
+/** The module a guarded `require(specifier)` gets: it throws one clear error when the package reaches it. */
+export function unavailableBuiltinModule(specifier: string): string {
+  const message = `require("${specifier}"): the sandbox does not provide the Node built-in "${builtinOf(specifier) ?? specifier}"`;
+  return `const error = new Error(${JSON.stringify(message)});\nerror.code = 'MODULE_NOT_FOUND';\nthrow error;\n`;
+}
+
+/** Whether `file` requires `specifier` (as a string literal), and only ever inside a try block. */
+function requiredOnlyInTry(file: string, specifier: string): boolean {
+  try {
+    return requiresInTry(readFileSync(file, 'utf8'), specifier);
+  } catch {
+    return false;
+  }
+}
+
+const KEYWORDS_BEFORE_EXPRESSION = new Set(['return', 'typeof', 'case', 'do', 'else', 'in', 'of', 'new', 'delete', 'void', 'throw', 'instanceof', 'yield', 'await']);
+
+/**
+ * A small scanner, not a parser: it follows braces (which open a `try` block), and skips comments,
+ * strings, template literals and regular expressions so a brace or `require(` in them does not
+ * count. Were it ever wrong, a built-in would be accepted at save and fail, clearly, only when run:
+ * the sandbox provides it either way.
+ */
+function requiresInTry(source: string, specifier: string): boolean {
+  const stack: Array<'try' | 'block' | 'template'> = [];
+  let found = 0;
+  let afterTry = false;
+  let expressionNext = true;
+  let i = 0;
+  const template = (from: number): number => {
+    for (let j = from; j < source.length; j++) {
+      if (source[j] === '\\') j++;
+      else if (source[j] === '`') return j + 1;
+      else if (source[j] === '$' && source[j + 1] === '{') {
+        stack.push('template');
+        return j + 2;
+      }
+    }
+    return source.length;
+  };
+  while (i < source.length) {
+    const c = source[i]!;
+    if (/\s/.test(c)) {
+      i++;
+    } else if (c === '/' && source[i + 1] === '/') {
+      const end = source.indexOf('\n', i);
+      i = end === -1 ? source.length : end;
+    } else if (c === '/' && source[i + 1] === '*') {
+      const end = source.indexOf('*/', i + 2);
+      i = end === -1 ? source.length : end + 2;
+    } else if (c === '"' || c === "'") {
+      let j = i + 1;
+      while (j < source.length && source[j] !== c && source[j] !== '\n') j += source[j] === '\\' ? 2 : 1;
+      i = j + 1;
+      afterTry = false;
+      expressionNext = false;
+    } else if (c === '`') {
+      i = template(i + 1);
+      afterTry = false;
+      expressionNext = false;
+    } else if (c === '/' && expressionNext) {
+      let j = i + 1;
+      let inClass = false;
+      while (j < source.length && source[j] !== '\n' && (inClass || source[j] !== '/')) {
+        if (source[j] === '\\') j++;
+        else if (source[j] === '[') inClass = true;
+        else if (source[j] === ']') inClass = false;
+        j++;
+      }
+      i = j + 1;
+      afterTry = false;
+      expressionNext = false;
+    } else if (/[A-Za-z_$0-9]/.test(c)) {
+      const word = /[\w$]+/y;
+      word.lastIndex = i;
+      const name = word.exec(source)![0];
+      if (name === 'require' && source[i - 1] !== '.') {
+        const call = /require\s*\(\s*(["'`])([^"'`]*)\1\s*\)/y;
+        call.lastIndex = i;
+        if (call.exec(source)?.[2] === specifier) {
+          if (!stack.includes('try')) return false;
+          found++;
+        }
+      }
+      i += name.length;
+      afterTry = name === 'try';
+      expressionNext = KEYWORDS_BEFORE_EXPRESSION.has(name);
+    } else {
+      if (c === '{') stack.push(afterTry ? 'try' : 'block');
+      if (c === '}' && stack.pop() === 'template') {
+        i = template(i + 1);
+        afterTry = false;
+        expressionNext = false;
+        continue;
+      }
+      i++;
+      afterTry = false;
+      expressionNext = c !== ')' && c !== ']';
+    }
+  }
+  return found > 0;
 }
 
 /**
