@@ -109,11 +109,13 @@ describe('ctx.fetch with a body, deployed on workerd', () => {
     }
   });
 
-  it('refuses a content-length the function sets itself, and more than one kind of body, as locally', async () => {
-    const ownLength = { method: 'POST', options: { body: 'x', headers: { 'content-length': '1' } } };
-    const refusal = `POST http://127.0.0.1:${vendor.port}/in refused: the "content-length" header is set by the host, not by the function; remove it`;
-    expect((await client.callTool('send', ownLength)).content[0]!.text).toBe(`send failed: Error: ${refusal}`);
-    expect(await engine.run('send', ownLength, { caller: 'test' })).toMatchObject({ ok: false, error: { code: 'function_error', message: `Error: ${refusal}` } });
+  it('takes a content-length the function sets only when it is the body length, and refuses more than one kind of body, as locally', async () => {
+    const seen = await sent({ method: 'POST', options: { body: 'héllo', headers: { 'content-length': '6' } } });
+    expect([seen.headers['content-length'], seen.body]).toEqual(['6', 'héllo']);
+    const wrongLength = { method: 'POST', options: { body: 'x', headers: { 'content-length': '5' } } };
+    const refusal = `POST http://127.0.0.1:${vendor.port}/in refused: the "content-length" header says "5" but the body is 1 bytes; remove the header (the host sets it) or make it match`;
+    expect((await client.callTool('send', wrongLength)).content[0]!.text).toBe(`send failed: Error: ${refusal}`);
+    expect(await engine.run('send', wrongLength, { caller: 'test' })).toMatchObject({ ok: false, error: { code: 'function_error', message: `Error: ${refusal}` } });
     const twoBodies = { method: 'POST', options: { json: {}, form: { a: 'b' } } };
     const mistake = 'TypeError: ctx.fetch: give one of json, body, form or multipart, not json and form';
     expect((await client.callTool('send', twoBodies)).content[0]!.text).toBe(`send failed: ${mistake}`);

@@ -156,17 +156,35 @@ async function ctxFetch(input, init, run) {
     body = multipartBody(options.multipart);
   } else if (given[0] === 'body') body = options.body;
   const method = options.method === undefined ? (body !== undefined ? 'POST' : 'GET') : String(options.method);
-  for (const name of headers.keys()) {
-    if (FRAMING.has(name)) {
-      let shown = String(input);
-      try {
-        const u = new URL(shown);
-        shown = `${u.protocol}//${u.host}${u.pathname}`;
-      } catch {
-        /* the egress Worker refuses a bad URL */
-      }
-      throw hostError('egress_refused', `${method.toUpperCase()} ${shown} refused: the "${name}" header is set by the host, not by the function; remove it`);
+  /** @param {string} reason */
+  const refused = (reason) => {
+    let shown = String(input);
+    try {
+      const u = new URL(shown);
+      shown = `${u.protocol}//${u.host}${u.pathname}`;
+    } catch {
+      /* the egress Worker refuses a bad URL */
     }
+    return hostError('egress_refused', `${method.toUpperCase()} ${shown} refused: ${reason}`);
+  };
+  for (const name of headers.keys()) {
+    if (FRAMING.has(name) && name !== 'content-length') throw refused(`the "${name}" header is set by the host, not by the function; remove it`);
+  }
+  // SDKs (stripe) set Content-Length themselves: as locally, one that is exactly the body's length is
+  // accepted and workerd writes its own; the body is read to bytes once to know that length.
+  const declared = headers.get('content-length');
+  if (declared !== null) {
+    if (body !== undefined) {
+      const encoded = new Response(body);
+      // Only multipart's type (its boundary) comes from the encoding; other bodies keep the function's headers.
+      if (body instanceof FormData) headers.set('content-type', /** @type {string} */ (encoded.headers.get('content-type')));
+      body = new Uint8Array(await encoded.arrayBuffer());
+    }
+    const length = body === undefined ? 0 : body.byteLength;
+    if (declared.trim() !== String(length)) {
+      throw refused(`the "content-length" header says ${JSON.stringify(declared)} but the body is ${length} bytes; remove the header (the host sets it) or make it match`);
+    }
+    headers.delete('content-length');
   }
   if (options.credential !== undefined) headers.set('x-callable-credential', String(options.credential));
   headers.set('x-callable-redirect', options.redirect === undefined ? 'follow' : String(options.redirect));
