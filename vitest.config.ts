@@ -42,11 +42,10 @@ const real = {
  * 2 cores. Unit files are CPU-bound: one per core. Integration files mostly wait (on child
  * processes, sockets, timers, SQLite locks), so three share 2 cores; their timing bounds hold with
  * a connection flood running beside them (ALONE_FILES do not). Each e2e file drives a Chromium:
- * three at a time, in the same group as the integration files, so they fill its tail instead of
- * waiting for it.
+ * two at a time.
  * Vitest runs tiers with different counts one after another (sequence.groupOrder), unit first.
  */
-const MAX_WORKERS = { unit: 2, integration: 3, alone: 1, e2e: 3 };
+const MAX_WORKERS = { unit: 2, integration: 3, alone: 1, e2e: 2 };
 
 export default defineConfig({
   test: {
@@ -74,7 +73,7 @@ export default defineConfig({
           include: E2E_FILES,
           ...real,
           maxWorkers: MAX_WORKERS.e2e,
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 3 },
           // What the page shows after a bridge call the engine process answers (reading a spec, a run):
           // vitest's 1 s default for expect.poll is less than that can take on a loaded 2-core machine.
           expect: { poll: { timeout: 10_000 } },
