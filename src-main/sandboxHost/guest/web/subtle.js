@@ -27,11 +27,11 @@ import {
   isArrayBuffer,
   bareList,
   append,
+  viewOf,
 } from '../intrinsics.js';
 import { start } from '../host.js';
 import { defineLazyGlobal } from '../globals.js';
 import { domException, needArgs } from './domException.js';
-import { viewOf } from '../intrinsics.js';
 
 /**
  * What the guest knows of a key: its handle in the host's table and its public attributes.
