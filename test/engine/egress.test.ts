@@ -12,6 +12,7 @@ const dns: Record<string, string[]> = {
   'metadata.example.com': ['169.254.169.254'],
   'mixed.example.com': ['93.184.215.14', '127.0.0.1'],
   'mapped.example.com': ['::ffff:127.0.0.1'],
+  'rebind.example.com': ['127.0.0.1'],
 };
 const engine = testEngine({
   secrets,
@@ -25,6 +26,7 @@ const engine = testEngine({
 let port: number;
 const slowClosed: number[] = [];
 let seen: Awaited<ReturnType<typeof vendorServer>>['seen'];
+let server: Awaited<ReturnType<typeof vendorServer>>['server'];
 
 beforeAll(async () => {
   const vendor = await vendorServer((req, res) => {
@@ -48,6 +50,11 @@ beforeAll(async () => {
       res.end(gzipSync(Buffer.alloc(20_000_000)));
       return;
     }
+    if (req.url === '/conn') {
+      // Which connection the request came on (the client's port): a kept connection keeps its port.
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ clientPort: res.socket?.remotePort, authorization: req.headers.authorization ?? null }));
+      return;
+    }
     if (req.url === '/gzip') {
       res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'application/json' });
       res.end(gzipSync(JSON.stringify({ zipped: true })));
@@ -58,6 +65,7 @@ beforeAll(async () => {
   });
   port = vendor.port;
   seen = vendor.seen;
+  server = vendor.server;
   await engine.credentials.set({ name: 'vendor', hosts: [`127.0.0.1:${port}`], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, SECRET);
   await engine.credentials.set({ name: 'vendor_q', hosts: [`127.0.0.1:${port}`], placement: { kind: 'query', param: 'api_key' } }, SECRET);
   await engine.credentials.set({ name: 'elsewhere', hosts: ['api.example.com'], placement: { kind: 'header', header: 'X-Key', template: '{secret}' } }, SECRET);
@@ -147,6 +155,56 @@ describe('ctx.fetch to a real local vendor', () => {
     const result = await engine.run('big_body', {}, { caller: 'test' });
     expect(result).toMatchObject({ ok: false, error: { code: 'response_too_large' } });
     expect(result.ok ? '' : result.error.message).toContain('responseBytes');
+  });
+});
+
+describe('kept connections', () => {
+  const clientPort = (result: Awaited<ReturnType<typeof engine.run>>): number => {
+    if (!result.ok) throw new Error(result.error.message);
+    return (JSON.parse((result.value as { body: string }).body) as { clientPort: number }).clientPort;
+  };
+
+  it('sends the next request to the same checked address on the connection the last one used, from any run', async () => {
+    await fetcher('kept_a', [`127.0.0.1:${port}`]);
+    await fetcher('kept_b', [`127.0.0.1:${port}`]);
+    const first = clientPort(await engine.run('kept_a', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' }));
+    const again = clientPort(await engine.run('kept_a', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' }));
+    const other = clientPort(await engine.run('kept_b', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' }));
+    expect([again, other]).toEqual([first, first]);
+  });
+
+  it('lends a kept connection to no request the egress check refuses: another allow-list, a name that resolves to its address', async () => {
+    await fetcher('kept_open', [`127.0.0.1:${port}`]);
+    await engine.run('kept_open', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' });
+    const before = seen.length;
+    await fetcher('kept_not_allowed', [`127.0.0.2:${port}`]);
+    const notAllowed = await engine.run('kept_not_allowed', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' });
+    expect(notAllowed).toMatchObject({ ok: true, value: { code: 'egress_refused' } });
+    await fetcher('kept_rebound', [`rebind.example.com:${port}`]);
+    const rebound = await engine.run('kept_rebound', { url: `https://rebind.example.com:${port}/conn` }, { caller: 'test' });
+    expect(rebound).toMatchObject({ ok: true, value: { code: 'egress_refused', error: expect.stringMatching(/rebind\.example\.com resolves to a loopback address/) } });
+    expect(seen.length).toBe(before);
+  });
+
+  it('keeps a connection that carried a credential for requests carrying the same one only', async () => {
+    await fetcher('kept_cred', [`127.0.0.1:${port}`], ['vendor']);
+    const withCredential = await engine.run('kept_cred', { url: `http://127.0.0.1:${port}/conn`, init: { credential: 'vendor' } }, { caller: 'test' });
+    const carried = clientPort(withCredential);
+    const without = await engine.run('kept_cred', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' });
+    expect(clientPort(without)).not.toBe(carried);
+    expect(JSON.parse((without as { value: { body: string } }).value.body)).toMatchObject({ authorization: null });
+    const withAgain = await engine.run('kept_cred', { url: `http://127.0.0.1:${port}/conn`, init: { credential: 'vendor' } }, { caller: 'test' });
+    expect(clientPort(withAgain)).toBe(carried);
+  });
+
+  it('sends the next request on a new connection once the vendor closed the kept one', async () => {
+    await fetcher('kept_closed', [`127.0.0.1:${port}`]);
+    const first = clientPort(await engine.run('kept_closed', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' }));
+    // The vendor drops its idle connections (as a server whose keep-alive timeout passed does).
+    server.closeIdleConnections();
+    const result = await engine.run('kept_closed', { url: `http://127.0.0.1:${port}/conn` }, { caller: 'test' });
+    expect(result).toMatchObject({ ok: true, value: { status: 200 } });
+    expect(clientPort(result)).not.toBe(first);
   });
 });
 

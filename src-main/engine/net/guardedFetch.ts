@@ -15,6 +15,40 @@ import { classifyAddress, isIpLiteral, unbracket } from './addresses.ts';
 const http = process.getBuiltinModule('node:http');
 const https = process.getBuiltinModule('node:https');
 
+/** How long a kept connection waits for its next request (under Node's servers' 5 s, as undici's fetch). */
+const KEEP_ALIVE_MS = 4000;
+/** Kept connections per name (one checked address, port, TLS name and credential set). */
+const MAX_FREE_PER_NAME = 8;
+
+/**
+ * What a kept-alive connection is filed under, beyond Node's host, port and TLS options: the address
+ * the egress check passed (the socket was connected to it, so a name that now resolves elsewhere
+ * never gets it) and the credentials the request carries (a connection a vendor authenticated with
+ * one is never lent to a request without it).
+ */
+interface PinnedOptions {
+  pin: string;
+}
+const pinnedName = (name: string, options: unknown): string => `${name}|${(options as Partial<PinnedOptions>).pin ?? ''}`;
+
+class PinnedHttpAgent extends http.Agent {
+  override getName(options?: import('node:http').ClientRequestArgs): string {
+    return pinnedName(super.getName(options), options);
+  }
+}
+
+class PinnedHttpsAgent extends https.Agent {
+  override getName(options?: import('node:https').RequestOptions): string {
+    return pinnedName(super.getName(options), options);
+  }
+}
+
+const agentOptions = { keepAlive: true, timeout: KEEP_ALIVE_MS, maxFreeSockets: MAX_FREE_PER_NAME, scheduling: 'lifo' as const };
+let agents: { http: import('node:http').Agent; https: import('node:https').Agent } | undefined;
+
+/** Methods a request may be sent again for when a kept connection turned out closed before it was answered (RFC 9110 §9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
 /** Resolves a hostname to every address it has. Injected so tests can make a name resolve anywhere. */
 export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
 
@@ -155,7 +189,7 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     const streamTo = policy.stream && { to: policy.stream, last, url: target.display, redirected: hop > 0, given: false };
     let response: RawResponse;
     try {
-      response = await send(outUrl, currentMethod, outHeaders, body, address, policy, streamTo);
+      response = await send(outUrl, currentMethod, outHeaders, body, { ...address, credentials: entry.credential ?? '' }, policy, streamTo);
     } catch (error) {
       entry.ms = round(performance.now() - started);
       if (error instanceof StudioError) {
@@ -326,6 +360,8 @@ const DECODERS: Record<string, (() => Transform) | undefined> = {
 
 /** How far ahead of the function a streamed body is read from the vendor. */
 const STREAM_WINDOW_BYTES = 1024 * 1024;
+/** The largest frame of a streamed body sent at once (more waits for the next frame). */
+const FRAME_BYTES = 256 * 1024;
 
 /** Stacked content codings decoded at most (as undici's fetch): each is a decoder's memory and work. */
 const MAX_CODINGS = 5;
@@ -354,39 +390,53 @@ function send(
   method: string,
   headers: Record<string, string>,
   body: Uint8Array | undefined,
-  pinned: { address: string; family: 4 | 6 },
+  pinned: { address: string; family: 4 | 6; credentials: string },
   policy: FetchPolicy,
   streamTo?: { to: ResponseSink; last: (status: number, location: boolean) => boolean; url: string; redirected: boolean; given: boolean },
 ): Promise<RawResponse> {
-  // The socket connects to the address that was checked, whatever DNS says now (no rebinding).
+  // The socket connects to the address that was checked, whatever DNS says now (no rebinding); a kept
+  // connection is lent only under that address's name (PinnedOptions).
   const lookup: LookupFunction = (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [pinned]);
+    if ((options as { all?: boolean }).all) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: pinned.address, family: pinned.family }]);
     else callback(null, pinned.address, pinned.family);
   };
-  const transport = url.protocol === 'https:' ? https : http;
+  const secure = url.protocol === 'https:';
+  agents ??= { http: new PinnedHttpAgent(agentOptions), https: new PinnedHttpsAgent(agentOptions) };
+  const pin: PinnedOptions = { pin: `${pinned.address}|${pinned.credentials}` };
   return new Promise<RawResponse>((resolve, reject) => {
-    if (policy.signal.aborted) {
-      reject(new Error('aborted'));
-      return;
-    }
-    const req = transport.request(url, { method, headers, lookup, agent: false, signal: policy.signal, servername: isIpLiteral(url.hostname) ? undefined : url.hostname });
-    req.on('error', reject);
-    req.on('response', (res) => {
-      const declared = Number(res.headers['content-length']);
-      if (Number.isFinite(declared) && declared > policy.maxResponseBytes) {
-        res.destroy();
-        reject(tooLarge(policy.maxResponseBytes, url));
+    const attempt = (retried: boolean): void => {
+      if (policy.signal.aborted) {
+        reject(new Error('aborted'));
         return;
       }
-      const redaction = policy.redaction ? policy.redaction() : Promise.resolve(undefined);
-      redaction.then(
-        (redactor) => read(res, redactor),
-        (error: unknown) => {
+      const options = { method, headers, lookup, agent: secure ? agents!.https : agents!.http, signal: policy.signal, servername: isIpLiteral(url.hostname) ? undefined : url.hostname, ...pin };
+      const req = secure ? https.request(url, options) : http.request(url, options);
+      let answered = false;
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        // A kept connection the vendor closed as the request went out: sent again once, on a new one, when that is safe.
+        if (!answered && !retried && req.reusedSocket && IDEMPOTENT.has(method) && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !policy.signal.aborted) attempt(true);
+        else reject(error);
+      });
+      req.on('response', (res) => {
+        answered = true;
+        const declared = Number(res.headers['content-length']);
+        if (Number.isFinite(declared) && declared > policy.maxResponseBytes) {
           res.destroy();
-          reject(error as Error);
-        },
-      );
-    });
+          reject(tooLarge(policy.maxResponseBytes, url));
+          return;
+        }
+        const redaction = policy.redaction ? policy.redaction() : Promise.resolve(undefined);
+        redaction.then(
+          (redactor) => read(res, redactor),
+          (error: unknown) => {
+            res.destroy();
+            reject(error as Error);
+          },
+        );
+      });
+      if (body !== undefined) req.end(body);
+      else req.end();
+    };
     const read = (res: IncomingMessage, redactor: Redactor | undefined): void => {
       const encoding = res.headers['content-encoding'];
       const codings = codingsOf(encoding);
@@ -436,55 +486,85 @@ function send(
         }
         return out;
       };
-      // Streamed, the head goes before redaction knows whether the length changes: it has no Content-Length when there are secrets to look for.
       const sink = streamTo?.last(res.statusCode ?? 0, res.headers.location !== undefined) ? streamTo.to : undefined;
       // Streamed bytes the function has not taken yet: past the window the vendor is not read (a paused decoder holds back the socket too).
       let ahead = 0;
       let paused = false;
-      if (sink && streamTo) {
-        streamTo.given = true;
-        const url = redactor ? redactor.text(streamTo.url) : streamTo.url;
-        sink.head(
-          { status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact !== undefined), url, redirected: streamTo.redirected },
-          {
-            taken: (bytes) => {
-              ahead -= bytes;
-              if (paused && ahead <= STREAM_WINDOW_BYTES) {
-                paused = false;
-                stream.resume();
-              }
+      // A streamed body goes to the sink in frames: what arrived in one turn of the event loop (up to
+      // FRAME_BYTES) crosses as one message. The head waits for the end of the first turn: a body
+      // complete by then is given whole, in one message, not streamed at all.
+      let frame: Buffer[] = [];
+      let frameBytes = 0;
+      let flushing: NodeJS.Immediate | undefined;
+      let ended = false;
+      const flush = (): void => {
+        if (flushing) clearImmediate(flushing);
+        flushing = undefined;
+        if (!sink || !streamTo || ended) return;
+        if (!streamTo.given) {
+          streamTo.given = true;
+          const url = redactor ? redactor.text(streamTo.url) : streamTo.url;
+          // Streamed, the head goes before redaction knows whether the length changes: it has no Content-Length when there are secrets to look for.
+          sink.head(
+            { status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact !== undefined), url, redirected: streamTo.redirected },
+            {
+              taken: (bytes) => {
+                ahead -= bytes;
+                if (paused && ahead <= STREAM_WINDOW_BYTES) {
+                  paused = false;
+                  stream.resume();
+                }
+              },
             },
-          },
-        );
-      }
-      const chunks: Buffer[] = [];
-      const keep = (chunk: Buffer) => {
-        chunks.push(chunk);
-        if (!sink || chunk.byteLength === 0) return;
-        sink.chunk(new Uint8Array(chunk));
-        ahead += chunk.byteLength;
+          );
+        }
+        if (frameBytes === 0) return;
+        sink.chunk(new Uint8Array(frame.length === 1 ? frame[0]! : Buffer.concat(frame, frameBytes)));
+        ahead += frameBytes;
+        frame = [];
+        frameBytes = 0;
         if (ahead > STREAM_WINDOW_BYTES && !paused) {
           paused = true;
           stream.pause();
         }
       };
+      if (sink) flushing = setImmediate(flush);
+      const chunks: Buffer[] = [];
+      const keep = (chunk: Buffer) => {
+        chunks.push(chunk);
+        if (!sink || chunk.byteLength === 0) return;
+        frame.push(chunk);
+        frameBytes += chunk.byteLength;
+        if (frameBytes >= FRAME_BYTES) flush();
+        else flushing ??= setImmediate(flush);
+      };
       let size = 0;
       stream.on('data', (chunk: Buffer) => {
         size += chunk.byteLength;
         if (size > policy.maxResponseBytes) {
+          if (flushing) clearImmediate(flushing);
+          ended = true;
           overLimit();
           return;
         }
         keep(redact ? redact.push(chunk) : chunk);
       });
-      res.on('error', reject);
+      res.on('error', (error) => {
+        if (flushing) clearImmediate(flushing);
+        ended = true;
+        reject(error);
+      });
       stream.on('end', () => {
         if (redact) keep(redact.end());
-        resolve({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(redact?.replaced === true), body: joined(chunks), bytesIn: size, redactor });
+        // Streaming already: the rest goes as its last frame. Not yet: the whole response is the answer.
+        if (streamTo?.given) flush();
+        if (flushing) clearImmediate(flushing);
+        ended = true;
+        const replaced = redact?.replaced === true;
+        resolve({ status: res.statusCode ?? 0, statusText: shown(res.statusMessage ?? ''), headers: headersOut(replaced), body: joined(chunks), bytesIn: size, redactor });
       });
     };
-    if (body !== undefined) req.end(body);
-    else req.end();
+    attempt(false);
   });
 }
 
