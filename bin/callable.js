@@ -38,6 +38,10 @@ process.on('beforeExit', () => {
   process.exit(1);
 });
 
+// A server starts its first sandbox host now, while the rest of it loads: the first call does not wait for one.
+const command = process.argv.slice(2).find((arg, i, all) => !arg.startsWith('-') && all[i - 1] !== '--data-dir');
+if (command === 'mcp' || command === 'serve') (await import('../src-main/engine/sandbox/sandbox.ts')).startHostEarly();
+
 const { runCli } = await import('../src-main/cli/index.ts');
 const code = await runCli(process.argv.slice(2), {
   stdin: process.stdin,

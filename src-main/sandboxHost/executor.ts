@@ -19,6 +19,8 @@ const RUN_ENDED = new StudioError('cancelled', 'the run has ended');
  * termination): past this its isolate is disposed, so it holds neither a CPU nor the next call.
  */
 const STOP_GRACE_MS = 300;
+/** The least timeoutMs a function may set (model/limits.ts, not imported: it loads zod, and the host starts without it). */
+const SHORTEST_TIMEOUT_MS = 100;
 
 
 /**
@@ -60,7 +62,11 @@ export class SandboxExecutor {
     return this.#pool.reservedMb;
   }
 
-  /** Creates the isolate of a function and compiles its module ahead of its first call. */
+  /**
+   * Creates the isolate of a function, compiles its module and prepares its first call's context
+   * ahead of that call. The module's top level is evaluated ahead only within the shortest
+   * deadline a function may have, so it never gets more time than its call would.
+   */
   async warm(functionName: string, memoryMb: number, compiled: CompiledFunction): Promise<void> {
     const slot = this.#pool.acquire(functionName, memoryMb);
     try {
@@ -68,6 +74,7 @@ export class SandboxExecutor {
     } finally {
       this.#pool.release(slot);
     }
+    slot.prepareSpare(compiled, SHORTEST_TIMEOUT_MS, true);
   }
 
   /** Drops warm isolates (all, or one function's) so the next call starts fresh. */

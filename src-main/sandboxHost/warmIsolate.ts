@@ -91,14 +91,16 @@ export class WarmIsolate {
 
   /**
    * After a call: prepare the next call's context off its critical path (functions called again
-   * only), with the module already evaluated when that is safe (see #evaluateEarly).
+   * only), with the module already evaluated when that is safe (see #evaluateEarly). `ahead`: the
+   * function is about to be called for the first time (a client listed its tools), so its first
+   * call gets one too.
    */
-  prepareSpare(compiled: CompiledFunction, timeoutMs: number): void {
+  prepareSpare(compiled: CompiledFunction, timeoutMs: number, ahead = false): void {
     // Only for functions called more than once: an idle function called once keeps no spare.
-    if (this.#calls < 2 || this.#spare !== undefined || this.isolate.isDisposed) return;
+    if ((!ahead && this.#calls < 2) || this.#spare !== undefined || this.isolate.isDisposed) return;
     // After the answer has gone out, not on its path.
     setImmediate(() => {
-      if (this.#spare !== undefined || this.isolate.isDisposed) return;
+      if (this.#spare !== undefined || this.isolate.isDisposed || (ahead && this.#calls > 0)) return;
       this.#spareHash = compiled.hash;
       const early = !this.#lateOnly.has(compiled.hash);
       // An idle isolate is prepared synchronously: each asynchronous step is a hop to its

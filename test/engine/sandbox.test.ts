@@ -113,6 +113,35 @@ describe('running a function in the sandbox', () => {
     }
   });
 
+  it('readies a listed function before its first call, and each call still starts from a fresh context', async () => {
+    await defineFunction(engine, { name: 'listed' }, `console.log('module loaded'); const loadedAt = Date.now(); let n = 0; export default () => { n++; globalThis.seen = (globalThis.seen ?? 0) + 1; return { loadedAt, n, seen: globalThis.seen }; }`);
+    // What a server does when a client lists its tools.
+    engine.prewarm(['listed']);
+    await new Promise((r) => setTimeout(r, 1000));
+    const calledAt = Date.now();
+    const first = await engine.run('listed', {}, { caller: 'test' });
+    expect(first).toMatchObject({ ok: true, value: { n: 1, seen: 1 } });
+    // Its module was evaluated ahead, in the context the call then used; its log still belongs to the call.
+    expect(first.ok && (first.value as { loadedAt: number }).loadedAt).toBeLessThan(calledAt);
+    expect(first.logs.map((l) => l.message)).toEqual(['module loaded']);
+    for (let i = 0; i < 3; i++) {
+      const next = await engine.run('listed', {}, { caller: 'test' });
+      expect(next).toMatchObject({ ok: true, value: { n: 1, seen: 1 } });
+      expect(next.logs.map((l) => l.message)).toEqual(['module loaded']);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  });
+
+  it('gives the call after a timed-out run a fresh context, not the one the timed-out run left', async () => {
+    await defineFunction(engine, { name: 'spinner', timeoutMs: 300, inputSchema: { type: 'object', properties: { spin: { type: 'boolean' } } } }, `let calls = 0; export default ({ spin }) => { calls++; globalThis.left = 'by call ' + calls; while (spin) {} return { calls, left: globalThis.left }; }`);
+    engine.prewarm(['spinner']);
+    await new Promise((r) => setTimeout(r, 300));
+    for (let i = 0; i < 3; i++) {
+      expect(await engine.run('spinner', { spin: true }, { caller: 'test' })).toMatchObject({ ok: false, error: { code: 'timeout' } });
+      expect(await engine.run('spinner', { spin: false }, { caller: 'test' })).toMatchObject({ ok: true, value: { calls: 1, left: 'by call 1' } });
+    }
+  });
+
   it('runs the newly saved version even when a context was prepared for the old one', async () => {
     await defineFunction(engine, { name: 'versioned' }, 'export default () => "v1"');
     for (let i = 0; i < 3; i++) await engine.run('versioned', {}, { caller: 'test' });

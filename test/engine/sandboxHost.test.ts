@@ -1,9 +1,14 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, type Engine, type EngineOptions } from '../../src-main/engine/index.ts';
+import { effectiveLimits } from '../../src-main/engine/model/limits.ts';
+import type { SandboxJob } from '../../src-main/engine/sandbox/protocol.ts';
+import { Sandbox, startHostEarly } from '../../src-main/engine/sandbox/sandbox.ts';
+import { ECHO_INPUT_SCHEMA, ECHO_SOURCE } from '../bench/fixture.ts';
+import { productStdio, sandboxHostPids, startStdio } from '../bench/targets.ts';
 import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
 import { vendorServer } from '../support/vendor.ts';
 import { alive } from '../support/wait.ts';
@@ -153,6 +158,59 @@ describe('a sandbox host process', () => {
       }
     });
     expect(files.filter((f) => f.includes(engine.dataDir) || f.endsWith('.db'))).toEqual([]);
+  });
+});
+
+describe('a host started before the sandbox (callable mcp and callable serve start one while they load)', () => {
+  async function echoJob(text: string): Promise<SandboxJob> {
+    const engine = freshEngine();
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    return { functionName: 'echo', compiled: engine.functions.load('echo').compiled, limits: effectiveLimits({}), argsJson: JSON.stringify({ text }), runId: `early-${text}`, fetch: () => Promise.reject(new Error('no fetch here')) };
+  }
+
+  it('is the first host of the sandbox made next, and a call sent before it is ready is answered there', async () => {
+    const job = await echoJob('early');
+    const pid = startHostEarly();
+    const sandbox = new Sandbox({ hosts: 1 });
+    try {
+      expect(await sandbox.run(job)).toMatchObject({ ok: true, value: { echo: 'early' } });
+      expect(sandbox.hosts.map((h) => h.pid)).toEqual([pid]);
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
+  it('is ended, not used, by a sandbox whose hosts have another memory cap', async () => {
+    const job = await echoJob('capped');
+    const pid = startHostEarly();
+    const sandbox = new Sandbox({ hosts: 1, maxHostMemoryMb: 1024 });
+    try {
+      expect(await sandbox.run(job)).toMatchObject({ ok: true, value: { echo: 'capped' } });
+      expect(sandbox.hosts.map((h) => h.pid)).not.toContain(pid);
+      await eventually(() => !alive(pid), 'the early host to end');
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
+  it.skipIf(process.platform !== 'linux')('callable mcp answers a call made right after tools/list, with no host beyond its own (reads /proc, Linux only)', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'callable-early-'));
+    try {
+      const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
+      await engine.saveFunction({ spec: { name: 'echo', inputSchema: ECHO_INPUT_SCHEMA } as never, source: ECHO_SOURCE });
+      engine.close();
+      const server = await startStdio(productStdio(dataDir));
+      try {
+        expect(server.toolNames).toEqual(['echo']);
+        expect(await server.call(21)).toMatchObject({ ok: true });
+        // The host it started before loading the server is its first: none is left over beside them.
+        expect(sandboxHostPids(server.pid()!)).toHaveLength(Math.min(4, Math.max(1, Math.floor(availableParallelism() / 2))));
+      } finally {
+        await server.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

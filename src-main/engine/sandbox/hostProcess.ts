@@ -47,7 +47,7 @@ export interface HostOptions {
 export class HostProcess {
   readonly ready: Promise<void>;
   readonly #child: ChildProcess;
-  readonly #options: HostOptions;
+  #options: HostOptions;
   readonly #runs = new Map<string, HostRun>();
   /** Module versions this host has been sent (`fn@hash`), so code crosses once. */
   readonly #sent = new Set<string>();
@@ -103,7 +103,7 @@ export class HostProcess {
     this.#child.stderr!.on('data', (text: string) => {
       errText += text;
       for (let nl = errText.indexOf('\n'); nl >= 0; nl = errText.indexOf('\n')) {
-        options.diagnostic(`sandbox host ${this.pid}: ${errText.slice(0, nl)}`);
+        this.#options.diagnostic(`sandbox host ${this.pid}: ${errText.slice(0, nl)}`);
         errText = errText.slice(nl + 1);
       }
     });
@@ -121,7 +121,7 @@ export class HostProcess {
       this.#lastBeat = performance.now();
     }, () => {});
     this.#silenceWatch = setInterval(() => {
-      if (started && performance.now() - this.#lastBeat > (options.silenceMs ?? SILENCE_MS)) this.#end({ kind: 'silent' });
+      if (started && performance.now() - this.#lastBeat > (this.#options.silenceMs ?? SILENCE_MS)) this.#end({ kind: 'silent' });
     }, HEARTBEAT_MS * 2);
     this.#silenceWatch.unref();
     // A host never keeps the engine's process alive by itself: a run in flight does (its deadline timer).
@@ -191,6 +191,16 @@ export class HostProcess {
     const code = this.#sent.has(key) ? undefined : compiled.code;
     this.#sent.add(key);
     this.#send({ t: 'warm', fn: functionName, hash: compiled.hash, ...(code === undefined ? {} : { code }), memoryMb });
+  }
+
+  /**
+   * Hands a host started before its owner existed to that owner (its diagnostics, its exit, its
+   * heartbeat bound). Refused (false) when it is gone or was started with another memory cap.
+   */
+  adopt(options: HostOptions): boolean {
+    if (!this.alive || options.maxMemoryMb !== this.#options.maxMemoryMb) return false;
+    this.#options = options;
+    return true;
   }
 
   /** Ends the host; its runs end with `sandbox_crashed` unless a reason says otherwise. */

@@ -1,7 +1,7 @@
 // The engine's sandbox: a few host processes, started beside the engine and replaced when one
 // dies. A function always goes to the same host while it lives, so its isolate stays warm there.
 import { availableParallelism } from 'node:os';
-import { HostProcess } from './hostProcess.ts';
+import { HostProcess, type HostOptions } from './hostProcess.ts';
 import type { CompiledModule, SandboxJob, SandboxOutcome } from './protocol.ts';
 
 export interface SandboxOptions {
@@ -18,6 +18,31 @@ export interface SandboxOptions {
 const QUICK_DEATHS = 3;
 const QUICK_DEATH_MS = 2000;
 const RESPAWN_BACKOFF_MS = 1000;
+const DEFAULT_MAX_HOST_MEMORY_MB = 2048;
+
+/** A host started by startHostEarly that no Sandbox has taken yet, and what it said meanwhile. */
+let earlyHost: HostProcess | undefined;
+const earlyNotes: string[] = [];
+
+/**
+ * Starts one sandbox host now, for a server that makes its Sandbox only once the rest of it has
+ * loaded (`callable mcp` starts it before loading the MCP server and the engine): the first
+ * Sandbox made with the default memory cap takes it, so a call right after start-up does not wait
+ * for a whole host start. One that is never taken ends with this process (its channel closes).
+ * Returns its process id.
+ */
+export function startHostEarly(): number {
+  if (earlyHost?.alive) return earlyHost.pid;
+  earlyNotes.length = 0;
+  earlyHost = new HostProcess({
+    maxMemoryMb: DEFAULT_MAX_HOST_MEMORY_MB,
+    diagnostic: (message) => void (earlyNotes.length < 100 && earlyNotes.push(message)),
+    onExit: (dead) => {
+      if (earlyHost === dead) earlyHost = undefined;
+    },
+  });
+  return earlyHost.pid;
+}
 
 export class Sandbox {
   readonly #slots: Array<HostProcess | undefined>;
@@ -28,7 +53,21 @@ export class Sandbox {
   constructor(options: SandboxOptions = {}) {
     const count = options.hosts ?? Math.min(4, Math.max(1, Math.floor(availableParallelism() / 2)));
     this.#slots = new Array<HostProcess | undefined>(count).fill(undefined);
-    this.#options = { maxHostMemoryMb: options.maxHostMemoryMb ?? 2048, heartbeatTimeoutMs: options.heartbeatTimeoutMs, diagnostic: options.diagnostic ?? (() => {}) };
+    this.#options = { maxHostMemoryMb: options.maxHostMemoryMb ?? DEFAULT_MAX_HOST_MEMORY_MB, heartbeatTimeoutMs: options.heartbeatTimeoutMs, diagnostic: options.diagnostic ?? (() => {}) };
+    this.#adoptEarlyHost();
+  }
+
+  /** Takes the host startHostEarly started as the first host, when it was started with this sandbox's cap (else ends it). */
+  #adoptEarlyHost(): void {
+    const host = earlyHost;
+    earlyHost = undefined;
+    if (!host) return;
+    if (!host.adopt(this.#hostOptions(0))) {
+      host.dispose();
+      return;
+    }
+    this.#slots[0] = host;
+    for (const note of earlyNotes.splice(0)) this.#options.diagnostic(note);
   }
 
   /** Starts the host processes in the background (idempotent). */
@@ -71,14 +110,18 @@ export class Sandbox {
   #host(index: number): HostProcess {
     const existing = this.#slots[index];
     if (existing?.alive) return existing;
-    const host = new HostProcess({
+    const host = new HostProcess(this.#hostOptions(index));
+    this.#slots[index] = host;
+    return host;
+  }
+
+  #hostOptions(index: number): HostOptions {
+    return {
       maxMemoryMb: this.#options.maxHostMemoryMb,
       silenceMs: this.#options.heartbeatTimeoutMs,
       diagnostic: this.#options.diagnostic,
       onExit: (dead) => this.#onExit(index, dead),
-    });
-    this.#slots[index] = host;
-    return host;
+    };
   }
 
   /** A dead host is replaced at once, so the next call does not wait for a process to start. */
