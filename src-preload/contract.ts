@@ -204,6 +204,15 @@ export const contract = {
   'credentials:delete': method<{ deleted: true }>()(z.object({ name: CredentialNameSchema }).strict()),
   /** Lets a function that lists the credential use it: nothing is sent for a function until it is granted. */
   'credentials:grant': method<{ granted: boolean; credentialExists: boolean }>()(z.object({ name: CredentialNameSchema, function: FunctionNameSchema }).strict()),
+  /**
+   * Connects an OAuth credential with its stored server (and `clientId` the first time): the code
+   * grant's sign-in page opens in the system browser; answers once connected, or with why not.
+   */
+  'credentials:connect': method<CredentialInfo>()(z.object({ name: CredentialNameSchema, clientId: z.string().min(1).max(500).optional() }).strict()),
+  /** Stops waiting for a sign-in `credentials:connect` started; that call answers `cancelled`. */
+  'credentials:cancelConnect': method<{ cancelled: boolean }>()(z.object({ name: CredentialNameSchema }).strict()),
+  /** Revokes an OAuth credential's grant at the server where it can and forgets its tokens; the credential stays, not connected. */
+  'credentials:disconnect': method<{ note?: string }>()(z.object({ name: CredentialNameSchema }).strict()),
   /** Takes a grant back: the function's next runs are refused the credential. */
   'credentials:revoke': method<{ revoked: true }>()(z.object({ name: CredentialNameSchema, function: FunctionNameSchema }).strict()),
   'mcp:status': method<McpStatus>()(None),

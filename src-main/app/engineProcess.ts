@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { contract, EVENT_NAMES, type EngineStatus, type Envelope, type EventName, type EventPayload, type MethodName } from '../../src-preload/contract.ts';
 import { decodeMessage, encodeMessage, EngineToMainSchema, PROTOCOL_VERSION, type EngineToMain } from '../engineProcess/protocol.ts';
 import type { NodeRuntime } from './nodeRuntime.ts';
+import { authorizationUrlDecision } from './windowPolicy.ts';
 
 export interface EngineProcessOptions {
   /** Which Node runs the engine (resolveNodeRuntime). When none fits, the relay stays unavailable with its message. */
@@ -18,6 +19,8 @@ export interface EngineProcessOptions {
   env?: NodeJS.ProcessEnv;
   /** Every change of state, with a message for the user. */
   onStatus?: (status: EngineStatus) => void;
+  /** Opens an OAuth sign-in page in the system browser; called only with a URL authorizationUrlDecision allows. */
+  openExternal?: (url: string) => void;
   /** Where the relay reports what the user may need to read later (stderr in the app). */
   diagnostic?: (message: string) => void;
   /** Give up after this many unexpected exits within `crashWindowMs`. */
@@ -49,7 +52,7 @@ const badInput = (message: string): Failure => ({ ok: false, error: { code: 'bad
 
 /** Runs the engine process, relays calls and events to and from it, and restarts it when it crashes. */
 export class EngineProcess {
-  readonly #options: Required<Omit<EngineProcessOptions, 'onStatus' | 'env' | 'args'>> & Pick<EngineProcessOptions, 'onStatus' | 'env' | 'args'>;
+  readonly #options: Required<Omit<EngineProcessOptions, 'onStatus' | 'env' | 'args' | 'openExternal'>> & Pick<EngineProcessOptions, 'onStatus' | 'env' | 'args' | 'openExternal'>;
   #status: EngineStatus = { state: 'starting', message: 'Starting the engine…' };
   #child: ChildProcess | undefined;
   #pid: number | undefined;
@@ -211,6 +214,13 @@ export class EngineProcess {
       case 'event':
         for (const l of this.#listeners.get(message.name) ?? []) l(message.payload);
         return;
+      case 'open-url': {
+        const decision = authorizationUrlDecision(message.url, message.authorizationEndpoint);
+        if (!decision.allow) this.#options.diagnostic(`did not open the sign-in page of credential "${message.credential}" (${decision.reason}): ${message.url.slice(0, 200)}`);
+        else if (!this.#options.openExternal) this.#options.diagnostic(`no browser to open the sign-in page of credential "${message.credential}"`);
+        else this.#options.openExternal(decision.url);
+        return;
+      }
       case 'fatal':
         this.#fatal = message.message;
         return;

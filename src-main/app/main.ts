@@ -69,6 +69,8 @@ async function start(): Promise<void> {
     entry: engineEntry(app.getAppPath()),
     args: dataDir ? ['--data-dir', dataDir] : [],
     diagnostic,
+    // An OAuth sign-in page the relay checked against the credential's authorization endpoint.
+    openExternal: (url) => void shell.openExternal(url).catch((error: unknown) => diagnostic(`could not open the sign-in page: ${String(error)}`)),
   });
   // Its status reaches the window as the engine:status event.
   engine.start().catch(() => {});

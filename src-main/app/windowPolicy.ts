@@ -64,6 +64,50 @@ export function isAllowedExternalUrl(url: unknown): boolean {
   return externalUrlDecision(url).allow;
 }
 
+/** An OAuth authorization URL carries a code challenge, scopes and provider parameters: longer than a link. */
+const MAX_AUTHORIZE_URL_LENGTH = 8192;
+
+const isLoopbackHost = (hostname: string): boolean => hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost';
+
+/**
+ * Whether the engine's request to open an OAuth sign-in page may go to the user's browser: an
+ * authorization-code request (response_type=code, redirecting to a loopback /callback) on the
+ * credential's own authorization endpoint (same scheme, host, port and path), which is https, or
+ * http on a loopback host. The allow-list is that one endpoint, not the studio's link list.
+ */
+export function authorizationUrlDecision(url: unknown, authorizationEndpoint: unknown): ExternalUrlDecision {
+  if (typeof url !== 'string' || url.length === 0 || typeof authorizationEndpoint !== 'string') return { allow: false, reason: 'not a URL' };
+  if (url.length > MAX_AUTHORIZE_URL_LENGTH) return { allow: false, reason: `longer than ${MAX_AUTHORIZE_URL_LENGTH} characters` };
+  if (UNSAFE_URL_CHARS.test(url) || UNSAFE_URL_CHARS.test(authorizationEndpoint)) return { allow: false, reason: 'contains whitespace, a control character or a backslash' };
+  let parsed: URL;
+  let endpoint: URL;
+  try {
+    parsed = new URL(url);
+    endpoint = new URL(authorizationEndpoint);
+  } catch {
+    return { allow: false, reason: 'not a URL' };
+  }
+  const secure = (u: URL): boolean => u.protocol === 'https:' || (u.protocol === 'http:' && isLoopbackHost(u.hostname));
+  if (!secure(endpoint)) return { allow: false, reason: `the authorization endpoint ${endpoint.origin} is neither https nor on a loopback address` };
+  if (!secure(parsed)) return { allow: false, reason: `${parsed.protocol} sign-in pages are not opened, only https (http only on a loopback address)` };
+  if (parsed.username !== '' || parsed.password !== '' || /^[a-z]+:\/\/[^/?#]*@/i.test(url)) return { allow: false, reason: 'a user name or password in the URL' };
+  if (parsed.origin !== endpoint.origin || parsed.pathname !== endpoint.pathname) {
+    return { allow: false, reason: `${parsed.origin}${parsed.pathname} is not the credential's authorization endpoint ${endpoint.origin}${endpoint.pathname}` };
+  }
+  if (parsed.searchParams.get('response_type') !== 'code') return { allow: false, reason: 'not an authorization code request (response_type=code)' };
+  const redirect = parsed.searchParams.get('redirect_uri');
+  let back: URL | undefined;
+  try {
+    back = redirect === null ? undefined : new URL(redirect);
+  } catch {
+    back = undefined;
+  }
+  if (!back || back.protocol !== 'http:' || back.hostname !== '127.0.0.1' || back.pathname !== '/callback') {
+    return { allow: false, reason: 'its redirect_uri is not the loopback callback http://127.0.0.1:PORT/callback' };
+  }
+  return { allow: true, url: parsed.href };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Which page is ours
 

@@ -66,6 +66,7 @@ function open(dataDir: string, mcpPort: number): Opened | { fatal: string } {
     const mcp = new McpHttpHost(engine, { port: mcpPort, diagnostic });
     const api = createStudioApi({ engine, mcp, resourcesDir: join(APP_ROOT, 'resources'), callableCommand: join(APP_ROOT, 'bin', 'callable.js'),
       diagnostic,
+      openUrl: (request) => send({ type: 'open-url', ...request }),
       notices: (listener) => {
         noticeListeners.add(listener);
         return () => noticeListeners.delete(listener);

@@ -33,6 +33,8 @@ export const EngineToMainSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('reply'), id: Id, envelope: EnvelopeSchema }).strict(),
   /** A contract event, forwarded as is. */
   z.object({ type: z.literal('event'), name: z.enum(ENGINE_EVENT_NAMES), payload: z.unknown() }).strict(),
+  /** Open an OAuth sign-in page in the system browser; main opens it only if it is an authorization request on `authorizationEndpoint`. */
+  z.object({ type: z.literal('open-url'), url: z.string().max(8192), authorizationEndpoint: z.string().max(2048), credential: z.string().max(100) }).strict(),
   /** The engine cannot start (unreadable data folder, …) and will exit: restarting would not help. */
   z.object({ type: z.literal('fatal'), message: z.string().max(10_000) }).strict(),
 ]);

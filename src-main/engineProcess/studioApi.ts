@@ -17,6 +17,8 @@ export interface StudioHost {
   callableCommand: string;
   mcp: McpHttpHost;
   diagnostic: (message: string) => void;
+  /** Asks the app to open an OAuth sign-in page in the system browser (main checks it is on `authorizationEndpoint`). */
+  openUrl?: (request: { url: string; authorizationEndpoint: string; credential: string }) => void;
   /** Subscribes to the engine's reports about its data (its `notice`), forwarded to the window as `engine:notice`. */
   notices?: (listener: (report: EngineReport) => void) => () => void;
 }
@@ -33,6 +35,7 @@ export interface StudioApiServer {
 export function createStudioApi(host: StudioHost): StudioApiServer {
   const { engine } = host;
   const running = new Map<string, AbortController>();
+  const connecting = new Map<string, AbortController>();
   const templatesDir = join(host.resourcesDir, 'examples');
   /** The credentials `fn` lists and has not been granted (what `callable import` and `new` print), and whether each exists yet. */
   const ungrantedOf = (fn: { name: string; credentials: readonly string[] }): UngrantedCredential[] =>
@@ -123,6 +126,36 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       return { deleted: true as const };
     },
     'credentials:grant': ({ name, function: fn }) => engine.credentials.grant(name, fn),
+    'credentials:connect': async ({ name, clientId }) => {
+      if (connecting.has(name)) throw new StudioError('conflict', `"${name}" is already waiting for its sign-in; finish it in the browser, or cancel it`);
+      const status = engine.credentials.oauth.status(name);
+      if (!status) throw new StudioError('bad_input', `credential "${name}" is not an OAuth credential; only OAuth credentials connect`);
+      // The device grant shows a code to type on another device: a terminal's job.
+      if (status.grant === 'device') throw new StudioError('bad_input', `"${name}" uses the device grant: connect it in a terminal with: callable credentials connect ${name}`);
+      const controller = new AbortController();
+      connecting.set(name, controller);
+      try {
+        return await engine.credentials.connect(
+          { name, hosts: [], clientId: clientId ?? '', scopes: [], grant: status.grant },
+          {
+            clientSecret: await engine.credentials.oauth.storedClientSecret(name, controller.signal),
+            signal: controller.signal,
+            onAuthorizeUrl: (url, { authorizationEndpoint }) => host.openUrl?.({ url, authorizationEndpoint, credential: name }),
+          },
+        );
+      } finally {
+        connecting.delete(name);
+      }
+    },
+    'credentials:cancelConnect': ({ name }) => {
+      const controller = connecting.get(name);
+      controller?.abort();
+      return { cancelled: controller !== undefined };
+    },
+    'credentials:disconnect': async ({ name }) => {
+      const note = await engine.credentials.oauth.disconnect(name);
+      return note === undefined ? {} : { note };
+    },
     'credentials:revoke': ({ name, function: fn }) => {
       engine.credentials.revoke(name, fn);
       return { revoked: true as const };
@@ -218,7 +251,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       stopPrompts();
       stopNotices?.();
       stopFeed?.();
-      for (const c of running.values()) c.abort();
+      for (const c of [...running.values(), ...connecting.values()]) c.abort();
       listeners.clear();
     },
   };

@@ -9,6 +9,7 @@ import { FaultCounter, formatFault, MAX_MAIN_FAULTS, mainFaultDecision, renderer
 import { isTrustedSender } from '../../src-main/app/senders.ts';
 import {
   APP_INDEX_URL,
+  authorizationUrlDecision,
   buildMenuTemplate,
   CONTENT_SECURITY_POLICY,
   devicePermissionDecision,
@@ -78,6 +79,49 @@ describe('links that leave the app (window.open, link clicks, Help menu)', () =>
       expect(new URL(`https://${host}/`).hostname).toBe(host);
       expect(host).not.toMatch(/[*:/]|^xn--|\.xn--/);
     }
+  });
+});
+
+describe("an OAuth sign-in page the engine asks to open (the studio's Connect)", () => {
+  const GOOGLE = 'https://accounts.google.com/o/oauth2/v2/auth';
+  const request = (endpoint: string, extra = '') =>
+    `${endpoint}?client_id=app&redirect_uri=${encodeURIComponent('http://127.0.0.1:53123/callback')}&response_type=code&code_challenge=abc&code_challenge_method=S256&state=xyz${extra}`;
+
+  it.each([
+    ['an https endpoint', GOOGLE],
+    ['a loopback http endpoint (a local server)', 'http://127.0.0.1:4444/auth'],
+    ['localhost', 'http://localhost:8080/oauth/authorize'],
+  ])('opens an authorization code request on %s, handing the OS the normalized URL', (_what, endpoint) => {
+    const url = request(endpoint, '&access_type=offline&prompt=consent');
+    expect(authorizationUrlDecision(url, endpoint)).toEqual({ allow: true, url: new URL(url).href });
+  });
+
+  it.each([
+    ['another host', request('https://evil.example.com/o/oauth2/v2/auth'), GOOGLE, "https://evil.example.com/o/oauth2/v2/auth is not the credential's authorization endpoint https://accounts.google.com/o/oauth2/v2/auth"],
+    ['a subdomain of the host', request('https://x.accounts.google.com/o/oauth2/v2/auth'), GOOGLE, "is not the credential's authorization endpoint"],
+    ['another path on the host', request('https://accounts.google.com/logout'), GOOGLE, "is not the credential's authorization endpoint"],
+    ['another port', request('https://accounts.google.com:8443/o/oauth2/v2/auth'), GOOGLE, "is not the credential's authorization endpoint"],
+    ['http to a remote endpoint', request('http://accounts.google.com/o/oauth2/v2/auth'), 'http://accounts.google.com/o/oauth2/v2/auth', 'is neither https nor on a loopback address'],
+    ['http to an https endpoint', request('http://accounts.google.com/o/oauth2/v2/auth'), GOOGLE, 'http: sign-in pages are not opened, only https'],
+    ['file:', 'file:///etc/passwd', GOOGLE, 'file: sign-in pages are not opened'],
+    ['javascript:', 'javascript:alert(1)', GOOGLE, 'javascript: sign-in pages are not opened'],
+    ['user info', request('https://accounts.google.com@evil.com/o/oauth2/v2/auth'), GOOGLE, 'a user name or password'],
+    ['user info before the host', request('https://me@accounts.google.com/o/oauth2/v2/auth'), GOOGLE, 'a user name or password'],
+    ['an implicit grant', request(GOOGLE).replace('response_type=code', 'response_type=token'), GOOGLE, 'not an authorization code request'],
+    ['no redirect', `${GOOGLE}?client_id=app&response_type=code`, GOOGLE, 'redirect_uri is not the loopback callback'],
+    ['a redirect to another site', request(GOOGLE).replace(encodeURIComponent('http://127.0.0.1:53123/callback'), encodeURIComponent('https://evil.example.com/callback')), GOOGLE, 'redirect_uri is not the loopback callback'],
+    ['a newline', `${request(GOOGLE)}\n`, GOOGLE, 'contains whitespace'],
+    ['a huge URL', request(GOOGLE, `&x=${'a'.repeat(9000)}`), GOOGLE, 'longer than 8192 characters'],
+  ])('refuses %s, saying why', (_what, url, endpoint, reason) => {
+    const decision = authorizationUrlDecision(url, endpoint);
+    expect(decision.allow).toBe(false);
+    expect(!decision.allow && decision.reason).toContain(reason);
+  });
+
+  it('refuses what is not a string', () => {
+    expect(authorizationUrlDecision(undefined, GOOGLE)).toEqual({ allow: false, reason: 'not a URL' });
+    expect(authorizationUrlDecision(request(GOOGLE), null)).toEqual({ allow: false, reason: 'not a URL' });
+    expect(authorizationUrlDecision('not-a-url', GOOGLE)).toEqual({ allow: false, reason: 'not a URL' });
   });
 });
 

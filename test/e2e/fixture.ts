@@ -8,7 +8,7 @@ import { StudioPage } from './studioPage.ts';
  * after them. Read `session.studio` and `session.ui` inside hooks and tests (set once the block starts);
  * a spec's own beforeAll registered after this call runs once the studio is open.
  */
-export function studioSession(options: { dataDir?: string } = {}): { studio: Studio; ui: StudioPage } {
+export function studioSession(options: Parameters<typeof openStudio>[0] = {}): { studio: Studio; ui: StudioPage } {
   const session = {} as { studio: Studio; ui: StudioPage };
   beforeAll(async () => {
     session.studio = await openStudio(options);

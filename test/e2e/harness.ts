@@ -81,12 +81,13 @@ export interface Studio {
 }
 
 /** A real engine process (src-main/engineProcess/main.ts) on `dataDir`, run by this Node, behind the relay main uses. */
-async function startEngine(dataDir: string, onStatus?: ConstructorParameters<typeof EngineProcess>[0]['onStatus']): Promise<EngineProcess> {
+async function startEngine(dataDir: string, onStatus?: ConstructorParameters<typeof EngineProcess>[0]['onStatus'], openExternal?: (url: string) => void): Promise<EngineProcess> {
   const relay = new EngineProcess({
     node: resolveNodeRuntime({ env: { ...process.env, CALLABLE_NODE: process.execPath } }),
     entry: join(REPO, 'src-main/engineProcess/main.ts'),
     args: ['--data-dir', dataDir, '--mcp-port', '0'],
     onStatus,
+    openExternal,
     diagnostic: (message) => process.stderr.write(`relay: ${message}\n`),
   });
   await relay.start();
@@ -96,11 +97,12 @@ async function startEngine(dataDir: string, onStatus?: ConstructorParameters<typ
 /**
  * The real renderer in Debian's Chromium, with window.studio bound to a real engine process
  * (a temp data dir, or `dataDir`, removed by close(); the real keychain) through the relay Electron main uses.
+ * `openExternal` stands in for the system browser main would open an OAuth sign-in page in.
  */
-export async function openStudio(options: { dataDir?: string } = {}): Promise<Studio> {
+export async function openStudio(options: { dataDir?: string; openExternal?: (url: string) => void } = {}): Promise<Studio> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'callable-e2e-'));
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH`);
-  const relay = await startEngine(dataDir);
+  const relay = await startEngine(dataDir, undefined, options.openExternal);
   const renderer = await serveRenderer();
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,

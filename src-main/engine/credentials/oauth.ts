@@ -33,6 +33,8 @@ interface OAuthConfig {
   clientAuth?: 'basic' | 'post' | undefined;
   authorizeParams?: Record<string, string> | undefined;
   scopeDelimiter?: string | undefined;
+  /** Why the last refresh failed (cleared by the next one that works, and by connecting). */
+  lastRefreshError?: { message: string; at: string } | undefined;
 }
 
 interface Row {
@@ -56,6 +58,9 @@ export interface OAuthStatus {
   issuer: string;
   grant: OAuthGrant;
   clientId: string;
+  /** The authorization endpoint the code grant's sign-in page is on, when there is one. */
+  authorizationEndpoint: string | null;
+  lastRefreshError: { message: string; at: string } | null;
 }
 
 /** What the database keeps of a credential defined but never connected: the connect input, less what connect asks for. */
@@ -72,8 +77,8 @@ interface PendingConfig {
 export interface ConnectHooks {
   /** The client secret (client credentials, or a confidential client's code/device grant). */
   clientSecret?: string | undefined;
-  /** Called with the authorization URL once the loopback redirect listens. */
-  onAuthorizeUrl?: (url: string) => void;
+  /** Called with the authorization URL (on `authorizationEndpoint`) once the loopback redirect listens. */
+  onAuthorizeUrl?: (url: string, server: { authorizationEndpoint: string }) => void;
   /** Called with what the user must enter on another device. */
   onDeviceCode?: (info: { verificationUri: string; verificationUriComplete?: string | undefined; userCode: string }) => void;
   timeoutMs?: number;
@@ -128,6 +133,8 @@ export class OAuthCredentials {
       issuer: config.issuer ?? (pending && config.tokenUrl ? new URL(config.tokenUrl).origin : ''),
       grant: config.grant,
       clientId: pending ? '' : config.clientId,
+      authorizationEndpoint: (pending ? config.authorizeUrl : config.authorizationEndpoint) ?? null,
+      lastRefreshError: pending ? null : (config.lastRefreshError ?? null),
     };
   }
 
@@ -231,7 +238,7 @@ export class OAuthCredentials {
       url.searchParams.set('state', state);
       if (config.scopes.length > 0) url.searchParams.set('scope', config.scopes.join(config.scopeDelimiter ?? ' '));
       for (const [key, value] of Object.entries(config.authorizeParams ?? {})) url.searchParams.set(key, value);
-      hooks.onAuthorizeUrl?.(url.href);
+      hooks.onAuthorizeUrl?.(url.href, { authorizationEndpoint: config.authorizationEndpoint });
       const returned = await callback.url;
       let params: URLSearchParams;
       try {
@@ -289,7 +296,7 @@ export class OAuthCredentials {
     const row = this.#row(name);
     if (!row) return undefined;
     if (row.state === 'needs_reconnect') throw reconnectError(name);
-    if (row.state === 'not_connected') throw notConnectedError(name);
+    if (row.state === 'not_connected') throw notConnectedError(name, !('pending' in (JSON.parse(row.config) as object)));
     if (row.refresh_at === null || Date.now() < row.refresh_at) return row.generation;
     return this.newerThan(name, row.generation, signal);
   }
@@ -346,11 +353,15 @@ export class OAuthCredentials {
       await this.#secrets.set({ kind: 'credential', name }, tokens.accessToken);
     } catch (error) {
       const refused = error instanceof StudioError && error.message.startsWith('invalid_grant');
+      const why = JSON.stringify({ message: error instanceof Error ? error.message : String(error), at: new Date().toISOString() });
       writeTransaction(this.#db, () => {
         this.#db
-          .prepare(`UPDATE oauth_credentials SET lease_owner = NULL, lease_until = NULL${refused ? ", state = 'needs_reconnect'" : ''} WHERE name = ? AND lease_owner = ?`)
-          .run(name, this.#me);
-        if (refused) bump(this.#db);
+          .prepare(
+            `UPDATE oauth_credentials SET lease_owner = NULL, lease_until = NULL, config = json_set(config, '$.lastRefreshError', json(?))${refused ? ", state = 'needs_reconnect'" : ''} WHERE name = ? AND lease_owner = ?`,
+          )
+          .run(why, name, this.#me);
+        // The studio shows why: it hears of it as of any change to credentials.
+        bump(this.#db);
       });
       if (refused) throw reconnectError(name);
       if (error instanceof StudioError) throw new StudioError(error.code, `cannot refresh the token of credential "${name}": ${error.message}`, error.details);
@@ -359,7 +370,8 @@ export class OAuthCredentials {
     return writeTransaction(this.#db, () => {
       this.#db
         .prepare(
-          `UPDATE oauth_credentials SET expires_at = ?, refresh_at = ?, scopes = CASE WHEN ? = '' THEN scopes ELSE ? END, generation = generation + 1, lease_owner = NULL, lease_until = NULL WHERE name = ?`,
+          `UPDATE oauth_credentials SET expires_at = ?, refresh_at = ?, scopes = CASE WHEN ? = '' THEN scopes ELSE ? END, generation = generation + 1, lease_owner = NULL, lease_until = NULL,
+             config = json_remove(config, '$.lastRefreshError') WHERE name = ?`,
         )
         .run(tokens.expiresAt, tokens.refreshAt, tokens.scopes.join(' '), tokens.scopes.join(' '), name);
       // The stored secrets changed: redaction reads them again.
@@ -394,6 +406,36 @@ export class OAuthCredentials {
     }
   }
 
+  /** The stored client secret of a confidential client, so that connecting again does not ask for it. */
+  async storedClientSecret(name: string, signal?: AbortSignal): Promise<string | undefined> {
+    const row = this.#row(name);
+    if (!row || 'pending' in (JSON.parse(row.config) as object) || !(JSON.parse(row.config) as OAuthConfig).clientSecret) return undefined;
+    return this.#secrets.get({ kind: 'oauth-client', name }, signal);
+  }
+
+  /**
+   * Disconnects `name` and keeps its definition: revokes the grant at the server where it can (the
+   * note says how that went), forgets the access and refresh tokens, and leaves it `not_connected`
+   * with its server, client, scopes and hosts, so that connecting again is one step.
+   */
+  async disconnect(name: string): Promise<string | undefined> {
+    const row = this.#row(name);
+    if (!row) throw new StudioError('not_found', `no OAuth credential named "${name}"; "callable credentials list" shows them`);
+    const note = await this.revoke(name);
+    await this.#secrets.delete({ kind: 'oauth-refresh', name });
+    await this.#secrets.delete({ kind: 'credential', name });
+    writeTransaction(this.#db, () => {
+      this.#db
+        .prepare(
+          `UPDATE oauth_credentials SET state = 'not_connected', expires_at = NULL, refresh_at = NULL, account = NULL, generation = generation + 1, lease_owner = NULL, lease_until = NULL,
+             config = json_remove(config, '$.lastRefreshError') WHERE name = ?`,
+        )
+        .run(name);
+      bump(this.#db);
+    });
+    return note;
+  }
+
   /** Forgets the OAuth secrets and row of `name` (inside the caller's removal). */
   async forgetSecrets(name: string): Promise<void> {
     await this.#secrets.delete({ kind: 'oauth-refresh', name });
@@ -417,8 +459,10 @@ export function reconnectError(name: string): StudioError {
   );
 }
 
-export function notConnectedError(name: string): StudioError {
-  return new StudioError('credential_refused', `credential "${name}" is not connected yet; nothing was sent: callable credentials connect ${name} --client-id <your client id>`, {
+/** `knowsClient`: it was connected before (and disconnected), so connect needs no client id. */
+export function notConnectedError(name: string, knowsClient = false): StudioError {
+  const command = `callable credentials connect ${name}${knowsClient ? '' : ' --client-id <your client id>'}`;
+  return new StudioError('credential_refused', `credential "${name}" is not connected${knowsClient ? '' : ' yet'}; nothing was sent: ${command}`, {
     credential: name,
     state: 'not_connected',
   });

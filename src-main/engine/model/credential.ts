@@ -47,6 +47,10 @@ export interface CredentialInfo extends CredentialSpec {
   /** The grant connect runs, and the client registered with the server ('' before it is known). */
   grant?: OAuthGrant;
   clientId?: string;
+  /** Where the code grant's sign-in page is (the only host the studio opens for it), when known. */
+  authorizationEndpoint?: string | null;
+  /** Why the last refresh of the access token failed, until one works again. */
+  lastRefreshError?: { message: string; at: string } | null;
 }
 
 /** `not_connected`: defined (by the OpenAPI scaffold) with its server, scopes and hosts, never connected yet. */

@@ -4,6 +4,7 @@ import type { CredentialPlacement, CredentialSpec } from '../../../../src-preloa
 import { asUiError, studio, type UiError } from '../../api/studio.ts';
 import { ConfirmDelete } from '../../components/ConfirmDelete.tsx';
 import { toast } from '../../store/app.ts';
+import { OAuthActions, OAuthState } from './OAuthControls.tsx';
 import './credentials.css';
 
 type Store = 'keychain' | 'env' | 'memory';
@@ -206,11 +207,13 @@ export function CredentialsPage() {
                     ))}
                   </td>
                   <td className="mono">
-                    {c.placement.kind === 'header' ? `${c.placement.header}: ${c.placement.template}` : `?${c.placement.param}={secret}`}
+                    {c.kind === 'oauth'
+                      ? `OAuth 2 (${c.grant === 'client_credentials' ? 'client credentials' : c.grant === 'device' ? 'device' : 'sign-in'})`
+                      : c.placement.kind === 'header'
+                        ? `${c.placement.header}: ${c.placement.template}`
+                        : `?${c.placement.param}={secret}`}
                   </td>
-                  <td>
-                    <SecretBadge has={c.hasSecret} store={store} name={c.name} />
-                  </td>
+                  <td>{c.kind === 'oauth' ? <OAuthState c={c} /> : <SecretBadge has={c.hasSecret} store={store} name={c.name} />}</td>
                   <td>
                     {c.usedBy.length === 0 ? (
                       <span className="muted">no function</span>
@@ -219,6 +222,7 @@ export function CredentialsPage() {
                     )}
                   </td>
                   <td className="cred-actions">
+                    {c.kind === 'oauth' && <OAuthActions c={c} onChanged={refresh} />}
                     <ConfirmDelete
                       asking={confirming === c.name}
                       onAsk={() => setConfirming(c.name)}
@@ -228,9 +232,11 @@ export function CredentialsPage() {
                       askTitle={`Delete ${c.name}`}
                       confirmTitle={`Delete ${c.name} and its secret`}
                     >
-                      <button onClick={() => startEdit(formOf(c))} title={`Edit or replace ${c.name}`}>
-                        Edit
-                      </button>
+                      {c.kind !== 'oauth' && (
+                        <button onClick={() => startEdit(formOf(c))} title={`Edit or replace ${c.name}`}>
+                          Edit
+                        </button>
+                      )}
                     </ConfirmDelete>
                   </td>
                 </tr>

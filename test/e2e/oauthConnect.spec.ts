@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { createEngine, KeychainSecretStore } from '../../src-main/engine/index.ts';
+import { APP, oauthProvider, type OAuthProvider } from '../support/oauthProvider.ts';
+import { studioSession } from './fixture.ts';
+
+// The Credentials page's Connect for an OAuth credential: the engine asks for the sign-in page, the
+// relay main uses checks it is on the credential's authorization endpoint and hands it to the
+// "system browser", here a tab of the test's own Chromium, where a person signs in on a real
+// oidc-provider's login and consent pages; the studio then shows the credential connected.
+describe('connecting an OAuth account from the Credentials page', () => {
+  const opened: string[] = [];
+  const session = studioSession({
+    openExternal: (url) => {
+      opened.push(url);
+      void signInInBrowser(url);
+    },
+  });
+  let op: OAuthProvider;
+  /** The sign-in tab's end: the loopback redirect's page text, or why it failed. */
+  let signedIn: Promise<string> | undefined;
+
+  async function signInInBrowser(url: string): Promise<void> {
+    signedIn = (async () => {
+      // The system browser: the same Chromium, its own profile (cookies) apart from the studio's page.
+      const tab = await session.studio.page.context().browser()!.newPage();
+      // Its pages @import a web font: do not wait for a network this machine may not have.
+      await tab.goto(url, { waitUntil: 'domcontentloaded' });
+      await tab.locator('input[name=login]').fill('grace');
+      await tab.locator('input[name=password]').fill('any-password');
+      await tab.getByRole('button', { name: 'Sign-in' }).click();
+      await tab.getByRole('button', { name: 'Continue' }).click();
+      await tab.waitForURL(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/, { waitUntil: 'domcontentloaded' });
+      const text = (await tab.locator('body').textContent()) ?? '';
+      await tab.context().close();
+      return text;
+    })();
+    // The test reads what it ended with (or how it failed) from `signedIn`.
+    await signedIn.catch(() => {});
+  }
+
+  it('Connect opens the sign-in page in the browser and the row shows connected, as whom, with its scopes and expiry; Disconnect leaves it not connected', async () => {
+    op = await oauthProvider({ accessTokenTtl: 600 });
+    // Defined with its server, as the OpenAPI scaffold does: only the client id is missing.
+    const definer = createEngine({ dataDir: session.studio.dataDir, secrets: new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!) });
+    definer.credentials.defineOAuth({ name: 'workspace', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, scopes: ['openid', 'email', 'offline_access', 'read'], grant: 'code' });
+    definer.close();
+
+    const { page } = session.ui;
+    await session.ui.goTo('Credentials');
+    const state = page.getByTestId('oauth-state-workspace');
+    await expect.poll(() => state.textContent()).toContain('not connected');
+    const row = page.getByRole('row').filter({ hasText: 'workspace' });
+    expect(await row.textContent()).toContain('OAuth 2 (sign-in)');
+    expect(await row.getByRole('button', { name: 'Edit' }).count()).toBe(0);
+
+    // Without the client id, Connect says what is missing and opens nothing.
+    await page.getByRole('button', { name: 'Connect workspace' }).click();
+    await row.getByRole('alert').filter({ hasText: 'Give the client id registered with the authorization server.' }).waitFor();
+    expect(opened).toEqual([]);
+
+    await page.getByLabel('Client id for workspace').fill(APP.id);
+    await page.getByRole('button', { name: 'Connect workspace' }).click();
+    await row.getByRole('status').filter({ hasText: 'Waiting for the sign-in in your browser…' }).waitFor();
+    await session.ui.screenshot('oauth-connect-waiting');
+    await expect.poll(() => signedIn).toBeDefined();
+    expect(await signedIn).toContain('Connected. You can close this tab.');
+    await state.getByText('connected', { exact: true }).waitFor();
+    expect(opened).toHaveLength(1);
+    expect(new URL(opened[0]!).origin).toBe(op.issuer);
+    const shown = (await state.textContent()) ?? '';
+    expect(shown).toContain('as grace');
+    expect(shown).toMatch(/scopes: .*openid/);
+    expect(shown).toContain('token expires');
+    await row.getByRole('button', { name: 'Reconnect workspace' }).waitFor();
+    await session.ui.screenshot('oauth-connected');
+
+    await row.getByRole('button', { name: 'Disconnect workspace' }).click();
+    await state.getByText('not connected', { exact: true }).waitFor();
+    await row.getByRole('button', { name: 'Connect workspace' }).waitFor();
+    // The client id is kept: no field for it now.
+    expect(await page.getByLabel('Client id for workspace').count()).toBe(0);
+    expect(session.studio.pageErrors).toEqual([]);
+  });
+});
