@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { bumpCounter, readCounter } from '../store/catalog.ts';
 import type { Db } from '../store/database.ts';
@@ -55,6 +56,9 @@ export class CredentialService {
   readonly #secrets: FolderSecrets;
   #stored: { version: number; secrets: Promise<Array<{ name: string; secret: string }>> } | undefined;
   #mcpTokenSeen: { version: string; token: string } | undefined;
+  // Prepared on first use, once: each run of a function that lists credentials reads both per credential.
+  #grantedRead: Database.Statement | undefined;
+  #findRead: Database.Statement | undefined;
   /** OAuth 2 credentials: their access token is their secret, kept fresh by this. */
   readonly oauth: OAuthCredentials;
 
@@ -85,7 +89,8 @@ export class CredentialService {
   }
 
   find(name: string): CredentialSpec | undefined {
-    const row = this.#db.prepare('SELECT * FROM credentials WHERE name = ?').get(name) as Row | undefined;
+    this.#findRead ??= this.#db.prepare('SELECT * FROM credentials WHERE name = ?');
+    const row = this.#findRead.get(name) as Row | undefined;
     return row ? toSpec(row) : undefined;
   }
 
@@ -297,9 +302,8 @@ export class CredentialService {
     if (!fn.credentials.includes(name)) {
       throw new StudioError('credential_refused', credentialNotListedMessage(name));
     }
-    const granted = this.#db
-      .prepare('SELECT 1 FROM credential_grants g JOIN functions f ON f.id = g.function_id WHERE f.name = ? AND g.credential = ?')
-      .get(fn.name, name);
+    this.#grantedRead ??= this.#db.prepare('SELECT 1 FROM credential_grants g JOIN functions f ON f.id = g.function_id WHERE f.name = ? AND g.credential = ?');
+    const granted = this.#grantedRead.get(fn.name, name);
     if (!granted) {
       throw new StudioError(
         'credential_refused',

@@ -34,7 +34,7 @@ export interface Minted {
   hosts: HostPattern[];
   /** The credential's hosts as the user wrote them, for messages. */
   hostsText: readonly string[];
-  forms: Buffer[];
+  readonly forms: Buffer[];
 }
 
 /** A placeholder found in some text: one of this run's, or one this run did not make (another run's, or made up). */
@@ -54,7 +54,17 @@ export class RunPlaceholders {
   /** Knows a placeholder minted elsewhere for this run (the deployed gateway mints, its egress Worker swaps). */
   adopt(name: string, hosts: readonly string[], placeholder: string): string {
     const patterns = hosts.map(parseHostPattern).filter((p): p is HostPattern => !isHostPatternError(p));
-    this.#minted.set(placeholder, { name, placeholder, hosts: patterns, hostsText: hosts, forms: formsOf(placeholder).map((f) => Buffer.from(f)) });
+    // Its forms are worked out the first time a text holds a form of the prefix: most runs' texts hold none.
+    let forms: Buffer[] | undefined;
+    this.#minted.set(placeholder, {
+      name,
+      placeholder,
+      hosts: patterns,
+      hostsText: hosts,
+      get forms() {
+        return (forms ??= formsOf(placeholder).map((f) => Buffer.from(f)));
+      },
+    });
     return placeholder;
   }
 

@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import type { Db } from './database.ts';
 
 /**
@@ -14,8 +15,13 @@ export function bumpCounter(db: Db, key: Counter): void {
   db.prepare("INSERT INTO settings (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run(key);
 }
 
+/** Prepared once per connection: a counter is read on every run and every response (preparing cost more than the read). */
+const counterReads = new WeakMap<Db, Database.Statement>();
+
 export function readCounter(db: Db, key: Counter): number {
-  const value = db.prepare(COUNTER_SQL).pluck().get(key) as string | undefined;
+  let read = counterReads.get(db);
+  if (!read) counterReads.set(db, (read = db.prepare(COUNTER_SQL).pluck()));
+  const value = read.get(key) as string | undefined;
   return value === undefined ? 0 : Number(value);
 }
 
