@@ -16,6 +16,8 @@ export const CONNECT_OPTIONS: Array<[string, string]> = [
   ['--no-browser', 'print the sign-in URL without opening a browser'],
   ['--authorize-url URL', 'the authorization endpoint, for a server without discovery (with --token-url)'],
   ['--token-url URL', 'the token endpoint, for a server without discovery'],
+  ['--revocation-url URL', 'the revocation endpoint (RFC 7009) credentials rm and disconnect use, when discovery does not give one'],
+  ['--authorize-param KEY=VALUE', 'an extra sign-in request parameter, e.g. prompt=consent, access_type=offline, audience=URL (repeatable)'],
   ['--timeout SECONDS', 'how long to wait for the sign-in (default 300)'],
 ];
 
@@ -33,6 +35,8 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
       'no-browser': { type: 'boolean' },
       'authorize-url': { type: 'string' },
       'token-url': { type: 'string' },
+      'revocation-url': { type: 'string' },
+      'authorize-param': { type: 'string', multiple: true },
       timeout: { type: 'string' },
       preset: { type: 'string' },
     },
@@ -51,6 +55,7 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
   if (!known && values.issuer === undefined && values['token-url'] === undefined) throw new UsageError('give --issuer URL (discovery), or --token-url URL (and --authorize-url URL for --grant code)');
   const timeoutS = values.timeout === undefined ? 300 : Number(values.timeout);
   if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 3600) throw new UsageError(`--timeout must be a whole number of seconds from 1 to 3600, not "${values.timeout}"`);
+  const authorizeParams = values['authorize-param']?.length ? authorizeParamsOf(values['authorize-param']) : undefined;
   let clientSecret: string | undefined;
   if (grant === 'client_credentials' || values['client-secret-stdin']) {
     if (ctx.io.stdin.isTTY) ctx.err(`Client secret for "${name}" (input hidden), then Enter:`);
@@ -65,6 +70,8 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
       issuer: values.issuer,
       authorizeUrl: values['authorize-url'],
       tokenUrl: values['token-url'],
+      revocationUrl: values['revocation-url'],
+      authorizeParams,
       clientId: values['client-id'] ?? '',
       scopes: (values.scope ?? '').split(/\s+/).filter(Boolean),
       grant,
@@ -85,6 +92,17 @@ export async function connectCommand(ctx: CommandContext, args: string[], readSe
   );
   ctx.out(`connected ${name}${info.account ? ` as ${info.account}` : ''}${info.scopes && info.scopes.length > 0 ? ` (scopes: ${info.scopes.join(' ')})` : ''}`);
   return EXIT_OK;
+}
+
+/** `KEY=VALUE` each; the engine refuses the parameters it sets itself. */
+function authorizeParamsOf(pairs: string[]): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new UsageError(`--authorize-param must be KEY=VALUE (e.g. prompt=consent), not "${pair}"`);
+    params[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return params;
 }
 
 /** $BROWSER, else the platform's opener; a failure to open is not an error, the URL is printed. */

@@ -121,17 +121,41 @@ describe('callable credentials connect', () => {
     expect((JSON.parse((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout) as Array<{ name: string }>).map((c) => c.name)).toEqual(['good']);
   });
 
-  it('--authorize-url and --token-url work without discovery', async () => {
+  it('--authorize-url and --token-url work without discovery; --revocation-url is what rm revokes at, and --authorize-param adds to the sign-in request', async () => {
     const data = tempDir();
     const browser = fakeBrowser();
     const run = cli(
-      ['credentials', 'connect', 'manual', '--authorize-url', `${op.issuer}/auth`, '--token-url', `${op.issuer}/token`, '--client-id', APP.id, '--host', `127.0.0.1:${op.resource.port}`, '--scope', 'read', '--data-dir', data],
+      [
+        ...['credentials', 'connect', 'manual', '--authorize-url', `${op.issuer}/auth`, '--token-url', `${op.issuer}/token`, '--revocation-url', `${op.issuer}/token/revocation`],
+        ...['--authorize-param', 'audience=https://api.example.test/', '--authorize-param', 'prompt=consent', '--authorize-param', 'access_type=offline'],
+        ...['--client-id', APP.id, '--host', `127.0.0.1:${op.resource.port}`, '--scope', 'read offline_access', '--data-dir', data],
+      ],
       { env: browser.env },
     );
     await until(() => existsSync(browser.opened) && readFileSync(browser.opened, 'utf8').length > 0, 'the browser to be opened');
-    await signIn(readFileSync(browser.opened, 'utf8'), 'grace');
+    const url = new URL(readFileSync(browser.opened, 'utf8'));
+    expect([url.searchParams.get('audience'), url.searchParams.get('prompt'), url.searchParams.get('access_type')]).toEqual(['https://api.example.test/', 'consent', 'offline']);
+    expect(url.searchParams.get('code_challenge_method')).toBe('S256');
+    await signIn(url.href, 'grace');
     const done = await run;
-    expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected manual (scopes: read)\n' });
+    expect(done, done.stderr).toMatchObject({ code: 0, stdout: 'connected manual (scopes: read offline_access)\n' });
+
+    const refresh = await new KeychainSecretStore(process.env.CALLABLE_KEYCHAIN_SERVICE!).get(`${installIdOf(data)}:oauth-refresh:manual`);
+    expect(await op.provider.RefreshToken.find(refresh!)).toBeTruthy();
+    expect(await cli(['credentials', 'rm', 'manual', '--data-dir', data])).toMatchObject({ code: 0, stdout: 'credential manual: revoked at the server\ndeleted credential manual\n' });
+    expect(await op.provider.RefreshToken.find(refresh!)).toBeUndefined();
+  });
+
+  it('--authorize-param refuses a parameter connect sets itself, or one that is not KEY=VALUE: one line, exit 2', async () => {
+    const data = tempDir();
+    const base = ['credentials', 'connect', 'x', '--issuer', op.issuer, '--client-id', APP.id, '--host', 'a.example', '--no-browser', '--data-dir', data];
+    const reserved = await cli([...base, '--authorize-param', 'redirect_uri=https://evil.example/']);
+    expect(reserved).toMatchObject({ code: 2, stdout: '', stderr: 'callable credentials: --authorize-param cannot set redirect_uri: connect sets it\n' });
+    const scope = await cli([...base, '--authorize-param', 'scope=admin']);
+    expect(scope).toMatchObject({ code: 2, stderr: 'callable credentials: --authorize-param cannot set scope: connect sets it (use --scope)\n' });
+    const bare = await cli([...base, '--authorize-param', 'prompt']);
+    expect(bare).toMatchObject({ code: 2, stderr: expect.stringContaining('--authorize-param must be KEY=VALUE (e.g. prompt=consent), not "prompt"') });
+    expect((await cli(['credentials', 'list', '--json', '--data-dir', data])).stdout.trim()).toBe('[]');
   });
 
   it('--preset fills the API hosts and authorize parameters; --authorize-url and --token-url override its server, end to end', async () => {

@@ -11,6 +11,8 @@ import type { FolderSecrets } from './folderSecrets.ts';
 
 /** An access token this close to its expiry is refreshed before it is sent (one that lives less than twice this: at half its life). */
 export const REFRESH_BEFORE_MS = 60_000;
+/** What the sign-in request carries from connect itself; an extra parameter may not replace them. */
+const RESERVED_AUTHORIZE_PARAMS = ['client_id', 'redirect_uri', 'response_type', 'code_challenge', 'code_challenge_method', 'state', 'scope'];
 /** How long a process may hold the refresh lease; one that dies holding it is waited for this long at most. */
 const LEASE_MS = 30_000;
 /** One token endpoint request's bound. */
@@ -172,6 +174,9 @@ export class OAuthCredentials {
 
   /** The server's endpoints: discovered from the issuer (OpenID first, then RFC 8414), or the explicit URLs. */
   async configFor(input: OAuthConnectInput, hasSecret: boolean, signal?: AbortSignal): Promise<OAuthConfig> {
+    for (const key of Object.keys(input.authorizeParams ?? {})) {
+      if (RESERVED_AUTHORIZE_PARAMS.includes(key)) throw new StudioError('bad_input', `--authorize-param cannot set ${key}: connect sets it${key === 'scope' ? ' (use --scope)' : ''}`);
+    }
     const base = {
       clientId: input.clientId,
       clientSecret: hasSecret,
@@ -203,7 +208,7 @@ export class OAuthCredentials {
       issuer: as.issuer,
       tokenEndpoint: as.token_endpoint,
       authorizationEndpoint: as.authorization_endpoint,
-      revocationEndpoint: as.revocation_endpoint,
+      revocationEndpoint: input.revocationUrl === undefined ? as.revocation_endpoint : checkedUrl(input.revocationUrl, '--revocation-url'),
       deviceEndpoint: as.device_authorization_endpoint,
     };
   }

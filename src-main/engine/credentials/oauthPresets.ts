@@ -156,7 +156,7 @@ export function withPreset(input: OAuthConnectInput, hasSecret: boolean): OAuthC
   const ownServer = input.issuer !== undefined || input.authorizeUrl !== undefined || input.tokenUrl !== undefined;
   const server = ownServer
     ? {}
-    : { issuer: preset.issuer, authorizeUrl: preset.authorizeUrl, tokenUrl: preset.tokenUrl, revocationUrl: preset.revocationUrl, deviceUrl: preset.deviceUrl };
+    : { issuer: preset.issuer, authorizeUrl: preset.authorizeUrl, tokenUrl: preset.tokenUrl, revocationUrl: input.revocationUrl ?? preset.revocationUrl, deviceUrl: preset.deviceUrl };
   return {
     ...input,
     ...server,
