@@ -99,7 +99,13 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       stop.abort();
       return true;
     };
-    const signal = AbortSignal.any([options.signal, deps.interrupt, stop.signal].filter((s): s is AbortSignal => s !== undefined));
+    // The caller's and the process's aborts are passed on to `stop` (a composite AbortSignal.any cost more per run, and per listener).
+    const signal = stop.signal;
+    const passOn = (): void => stop.abort(options.signal?.aborted ? options.signal.reason : deps.interrupt?.reason);
+    for (const source of [options.signal, deps.interrupt]) {
+      if (source?.aborted) stop.abort(source.reason);
+      else source?.addEventListener('abort', passOn, { once: true });
+    }
     // What the recorder keeps and a replay compares: the request with its placeholders as labels (they change every run).
     const seen = (request: OutgoingRequest): OutgoingRequest => (watch ? maskedRequest(placeholders, request) : request);
     const ask = asker({ record, timeoutMs: limits.timeoutMs, schemas: deps.schemas, trace: (entry) => trace.push(entry), askers: { elicit: options.elicit, sample: options.sample } });
@@ -124,7 +130,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
       if (error instanceof StudioError && redactor.active) throw new StudioError(error.code, redactor.text(error.message), error.details);
       throw error;
     };
-    const outcome = await sandbox.run({
+    const outcome = await runUntilEnd(sandbox, [options.signal, deps.interrupt], passOn, {
       functionName: name,
       compiled,
       limits,
@@ -213,6 +219,15 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   };
   deps.runs.record(audit, kept);
   return result;
+}
+
+/** `sandbox.run(job)`, and then `passOn` taken off the long-lived signals it listened to. */
+async function runUntilEnd(sandbox: Sandbox, sources: Array<AbortSignal | undefined>, passOn: () => void, job: Parameters<Sandbox['run']>[0]): ReturnType<Sandbox['run']> {
+  try {
+    return await sandbox.run(job);
+  } finally {
+    for (const source of sources) source?.removeEventListener('abort', passOn);
+  }
 }
 
 /** ctx.secret's answer for each credential `fn` lists: a placeholder when it may use it, else why not. */
