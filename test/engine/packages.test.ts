@@ -1,5 +1,5 @@
 // npm packages beside a function, against a real npm and a registry stand-in on 127.0.0.1.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, StudioError, type Engine } from '../../src-main/engine/index.ts';
@@ -66,6 +66,12 @@ afterAll(() => registry.close());
 
 const packagesDir = (): string => join(engine.dataDir, 'packages');
 
+/** Where npm's cache (cacache) keeps the tarball of this integrity. */
+function cachedTarball(integrity: string): string {
+  const hex = Buffer.from(integrity.slice('sha512-'.length), 'base64').toString('hex');
+  return join(packagesDir(), 'cache', '_cacache', 'content-v2', 'sha512', hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
+}
+
 function lockOf(name: string): { packages: Record<string, { version: string; integrity: string }> } {
   return JSON.parse(engine.functions.load(name).compiled.packages!.lock) as never;
 }
@@ -82,6 +88,29 @@ describe('packages beside a function', () => {
     expect(lock.packages['node_modules/shout']).toMatchObject({ version: '2.0.1', integrity: registry.integrity('shout', '2.0.1') });
     expect(lock.packages['node_modules/greet']).toMatchObject({ version: '1.2.0', integrity: registry.integrity('greet', '1.2.0') });
     expect(engine.functions.load('shouter').compiled.packages).toMatchObject({ dependencies: { shout: '^2.0.0' }, versions: { shout: '2.0.1' }, count: 2 });
+  });
+
+  it('gives a second function asking for the same packages the install the first one made, without downloading or unpacking them again', async () => {
+    // Without the tarballs in the cache, npm would have to fetch them again to unpack them.
+    for (const pkg of ['shout', 'greet']) rmSync(cachedTarball(lockOf('shouter').packages[`node_modules/${pkg}`]!.integrity));
+    const before = registry.requests.length;
+    await saveWith('shouter_too', "import shout from 'shout';\nexport default ({ who }) => shout(who) + '!';", { shout: '^2.0.0' });
+    expect(registry.requests.slice(before).filter((r) => r.endsWith('.tgz'))).toEqual([]);
+    expect(engine.functions.load('shouter_too').compiled.packages!.lock).toBe(engine.functions.load('shouter').compiled.packages!.lock);
+    expect(await engine.run('shouter_too', { who: 'ada' }, { caller: 'test' })).toMatchObject({ ok: true, value: 'HELLO THERE, ADA!' });
+  });
+
+  it('bundles the packages of a data folder reached through a symbolic link', async () => {
+    const outer = tempDir();
+    mkdirSync(join(outer, 'real'));
+    symlinkSync(join(outer, 'real'), join(outer, 'linked'), 'dir');
+    const linked = createEngine({ dataDir: join(outer, 'linked'), secrets: new MemorySecretStore(), env: { ...process.env, npm_config_registry: registry.url, npm_config_fetch_retries: '0' } });
+    try {
+      await linked.saveFunction({ spec: { name: 'linked_greeter' }, source: "import greet from 'greet';\nexport default () => greet('link');", packages: { dependencies: { greet: '1.0.0' } } });
+      expect(await linked.run('linked_greeter', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'hello, link' });
+    } finally {
+      await linked.close();
+    }
   });
 
   it('keeps the locked versions when the source changes, even after a newer version is published', async () => {
@@ -203,9 +232,7 @@ describe('export and import with the lock', () => {
     await saveWith('cached', "import s from 'shout';\nexport default () => s('x');", { shout: '2.0.1' });
     const dir = tempDir();
     const [folder] = engine.exportFunctions(dir, ['cached']);
-    const integrity = lockOf('cached').packages['node_modules/shout']!.integrity;
-    const hex = Buffer.from(integrity.slice('sha512-'.length), 'base64').toString('hex');
-    const content = join(packagesDir(), 'cache', '_cacache', 'content-v2', 'sha512', hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
+    const content = cachedTarball(lockOf('cached').packages['node_modules/shout']!.integrity);
     const bytes = readFileSync(content);
     bytes[bytes.length - 20]! ^= 0xff;
     writeFileSync(content, bytes);

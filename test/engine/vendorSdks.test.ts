@@ -1,8 +1,8 @@
 // The vendors' own SDKs, installed from the machine's npm registry and run unchanged in the sandbox
 // against stand-in vendors on 127.0.0.1: each gets its key from ctx.secret, the vendor receives the
 // real key from the keychain, and the function and its run's record never hold it.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../support/cli.ts';
@@ -180,14 +180,25 @@ interface Installed {
   saved: { code: number; stderr: string };
 }
 
+/**
+ * The data folder's `packages` (npm's tarball cache and the installs, one per lock) is a link to one
+ * kept between runs on this machine. Each save still has npm resolve its SDK against the registry;
+ * the first run also downloads and unpacks each, later runs take the install npm made then for the
+ * same lock, as a data folder does for a second function with the same packages.
+ */
+const KEPT_PACKAGES = join(homedir(), '.cache', 'callable-studio-ci', 'vendor-sdk-packages');
+
 describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registry (${registry.url}; skipped when it cannot be reached from here)`, () => {
-  // One data folder, so one package cache, for all of them.
+  // One data folder for all of them.
   let data = '';
   const installed = new Map<string, Installed>();
+  // rm removes the link to the kept packages, never what it points to.
   afterAll(() => rmSync(data, { recursive: true, force: true }));
 
   beforeAll(async () => {
     data = mkdtempSync(join(tmpdir(), 'callable-sdks-'));
+    mkdirSync(KEPT_PACKAGES, { recursive: true });
+    symlinkSync(KEPT_PACKAGES, join(data, 'packages'), 'dir');
     // The saves run side by side: each mostly waits on the registry.
     const save = async (sdk: Sdk): Promise<void> => {
       const key = `sk-${sdk.fn}-${Math.random().toString(36).slice(2)}`;
@@ -243,7 +254,9 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
 
   const lastSeen = (fn: string) => installed.get(fn)!.seen.at(-1)!;
 
-  it('openai: chat.completions.create, and with stream: true read chunk by chunk as the vendor sends it', async () => {
+  // Each SDK has its own function and stand-in, so their calls run side by side; the MCP test after them alone.
+
+  it.concurrent('openai: chat.completions.create, and with stream: true read chunk by chunk as the vendor sends it', async () => {
     expect(await run('openai_chat')).toEqual({ placeholder: true, id: 'chatcmpl-stand-in', text: 'Hello there', tokens: 12 });
     const seen = lastSeen('openai_chat');
     expect([seen.method, seen.url, seen.headers.authorization]).toEqual(['POST', '/v1/chat/completions', `Bearer ${installed.get('openai_chat')!.key}`]);
@@ -256,7 +269,7 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     expect(release!.url).toBe('/v1/release');
   });
 
-  it('@anthropic-ai/sdk: messages.create, and messages.stream read event by event', async () => {
+  it.concurrent('@anthropic-ai/sdk: messages.create, and messages.stream read event by event', async () => {
     expect(await run('anthropic_messages')).toEqual({ placeholder: true, id: 'msg_stand_in', text: 'Hello there', stop: 'end_turn' });
     const seen = lastSeen('anthropic_messages');
     expect([seen.method, seen.url, seen.headers.authorization]).toEqual(['POST', '/v1/messages', `Bearer ${installed.get('anthropic_messages')!.key}`]);
@@ -269,7 +282,7 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     expect(release!.url).toBe('/v1/release');
   });
 
-  it('stripe: customers.create sends a form (with the exact Content-Length it sets), customers.list auto-paginates over two pages', async () => {
+  it.concurrent('stripe: customers.create sends a form (with the exact Content-Length it sets), customers.list auto-paginates over two pages', async () => {
     expect(await run('stripe_customers')).toEqual({ created: { id: 'cus_100', email: 'ada@example.com', plan: 'pro' }, listed: ['cus_1', 'cus_2', 'cus_3'] });
     const [create, page1, page2] = installed.get('stripe_customers')!.seen.slice(-3);
     expect([create!.method, create!.url, create!.headers['content-type'], create!.headers.authorization]).toEqual([
@@ -283,42 +296,42 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     expect([page1!.method, page1!.url, page2!.url]).toEqual(['GET', '/v1/customers?limit=2', '/v1/customers?limit=2&starting_after=cus_2']);
   });
 
-  it('@octokit/rest: issues.listForRepo, following the Link header to the second page', async () => {
+  it.concurrent('@octokit/rest: issues.listForRepo, following the Link header to the second page', async () => {
     expect(await run('github_issues')).toEqual(['#1 Issue 1', '#2 Issue 2', '#3 Issue 3']);
     const [page1, page2] = installed.get('github_issues')!.seen.slice(-2);
     expect([page1!.method, page1!.url, page1!.headers.authorization]).toEqual(['GET', '/repos/acme/widgets/issues?state=open&per_page=2', `token ${installed.get('github_issues')!.key}`]);
     expect(page2!.url).toBe('/repos/acme/widgets/issues?state=open&per_page=2&page=2');
   });
 
-  it('resend: emails.send', async () => {
+  it.concurrent('resend: emails.send', async () => {
     expect(await run('resend_email')).toMatchObject({ data: { id: '49a3999c-0ce1-4ea6-ab68-afcd6dc2e794' }, error: null });
     const seen = lastSeen('resend_email');
     expect([seen.method, seen.url, seen.headers.authorization]).toEqual(['POST', '/emails', `Bearer ${installed.get('resend_email')!.key}`]);
     expect(JSON.parse(seen.body)).toMatchObject({ from: 'Acme <onboarding@resend.dev>', to: ['delivered@resend.dev'], subject: 'Hello', html: '<p>It works</p>' });
   });
 
-  it('groq-sdk: chat.completions.create', async () => {
+  it.concurrent('groq-sdk: chat.completions.create', async () => {
     expect(await run('groq_chat')).toEqual({ id: 'chatcmpl-stand-in', text: 'Hello there' });
     const seen = lastSeen('groq_chat');
     expect([seen.method, seen.url, seen.headers.authorization]).toEqual(['POST', '/openai/v1/chat/completions', `Bearer ${installed.get('groq_chat')!.key}`]);
     expect(JSON.parse(seen.body)).toEqual({ model: 'llama-3.3-70b-versatile', messages: [{ role: 'user', content: 'Say hello' }] });
   });
 
-  it('@mistralai/mistralai (with @opentelemetry/api beside it): chat.complete', async () => {
+  it.concurrent('@mistralai/mistralai (with @opentelemetry/api beside it): chat.complete', async () => {
     expect(await run('mistral_chat')).toEqual({ id: 'chatcmpl-stand-in', text: 'Hello there' });
     const seen = lastSeen('mistral_chat');
     expect([seen.method, seen.url, seen.headers.authorization]).toEqual(['POST', '/v1/chat/completions', `Bearer ${installed.get('mistral_chat')!.key}`]);
     expect(JSON.parse(seen.body)).toMatchObject({ model: 'mistral-small-latest', messages: [{ role: 'user', content: 'Say hello' }] });
   });
 
-  it('@google/genai: models.generateContent', async () => {
+  it.concurrent('@google/genai: models.generateContent', async () => {
     expect(await run('gemini_generate')).toEqual({ text: 'Rayleigh scattering.', tokens: 9 });
     const seen = lastSeen('gemini_generate');
     expect([seen.method, seen.url, seen.headers['x-goog-api-key']]).toEqual(['POST', '/v1/models/gemini-2.5-flash:generateContent', installed.get('gemini_generate')!.key]);
     expect(JSON.parse(seen.body)).toMatchObject({ contents: [{ role: 'user', parts: [{ text: 'Why is the sky blue?' }] }] });
   });
 
-  it('@notionhq/client: dataSources.query, with the Notion-Version header (its guarded require("crypto") does not stop the save)', async () => {
+  it.concurrent('@notionhq/client: dataSources.query, with the Notion-Version header (its guarded require("crypto") does not stop the save)', async () => {
     expect(await run('notion_query')).toEqual(['Write docs', 'Ship it']);
     const seen = lastSeen('notion_query');
     expect([seen.method, seen.url, seen.headers.authorization, seen.headers['notion-version']]).toEqual(['POST', '/v1/data_sources/ds_tasks/query', `Bearer ${installed.get('notion_query')!.key}`, '2025-09-03']);

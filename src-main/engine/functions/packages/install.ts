@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StudioError } from '../../model/index.ts';
 import { registryOf, runNpm, type NpmResult } from './npm.ts';
@@ -81,11 +81,22 @@ export class PackageStore {
       if (lock !== undefined) writeFileSync(join(work, 'package-lock.json'), lock);
       // The lock names each tarball's URL: without it npm must ask the registry again, even offline.
       const common = ['--no-omit-lockfile-registry-resolved', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=dev', '--no-bin-links', '--logs-max=0', '--loglevel=error', `--cache=${join(this.#dir, 'cache')}`];
-      const result = await runNpm(locked ? ['ci', '--prefer-offline', ...common] : ['install', ...common], work, this.#env);
-      if (result.code !== 0) throw await this.#failure(result, who, Object.keys(dependencies), work);
-      const written = pinTags(readFileSync(join(work, 'package-lock.json'), 'utf8'), dependencies);
-      writeFileSync(join(work, 'package-lock.json'), written.lock);
-      writeFileSync(join(work, 'package.json'), `${JSON.stringify({ name: 'callable-function', private: true, dependencies: written.dependencies }, null, 2)}\n`);
+      const npm = async (args: string[]): Promise<void> => {
+        const result = await runNpm([...args, ...common], work, this.#env);
+        if (result.code !== 0) throw await this.#failure(result, who, Object.keys(dependencies), work);
+      };
+      let written = { lock: lock ?? '', dependencies };
+      if (!locked) {
+        // Resolving alone is quick (the registry's metadata, no tarballs); when another function
+        // already installed the lock it gives, that install is used and nothing is unpacked again.
+        await npm(['install', '--package-lock-only']);
+        written = pinTags(readFileSync(join(work, 'package-lock.json'), 'utf8'), dependencies);
+        const ready = this.#ready(written.lock);
+        if (ready) return ready;
+        writeFileSync(join(work, 'package-lock.json'), written.lock);
+        writeFileSync(join(work, 'package.json'), `${JSON.stringify({ name: 'callable-function', private: true, dependencies: written.dependencies }, null, 2)}\n`);
+      }
+      await npm(['ci', '--prefer-offline']);
       writeFileSync(join(work, '.complete'), '');
       const root = this.#rootOf(written.lock);
       mkdirSync(join(this.#dir, 'installs'), { recursive: true });
@@ -126,7 +137,8 @@ export class PackageStore {
     const dependencies = lockedDependencies(lock, 'package-lock.json');
     const versions: Record<string, string> = {};
     for (const name of Object.keys(dependencies)) versions[name] = parsed.packages[`node_modules/${name}`]?.version ?? '?';
-    return { root, dependencies, lock, versions, count: Object.keys(parsed.packages).filter((k) => k !== '').length };
+    // Its real path: esbuild resolves through links, and what it resolves is checked to lie inside the install.
+    return { root: realpathSync(root), dependencies, lock, versions, count: Object.keys(parsed.packages).filter((k) => k !== '').length };
   }
 
   async #failure(result: NpmResult, who: string, names: string[], cwd: string): Promise<StudioError> {
