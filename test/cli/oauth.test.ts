@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, KeychainSecretStore, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { cli } from '../support/cli.ts';
-import { APP, CONFIDENTIAL, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
+import { APP, CONFIDENTIAL, MACHINE, oauthProvider, refreshAtOf, signIn, untilRefreshDue, type OAuthProvider } from '../support/oauthProvider.ts';
 import { CALLABLE_COMMAND } from '../support/callable.ts';
 import { callableProcess } from '../support/process.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -275,7 +275,7 @@ describe('callable credentials list (text)', () => {
     // The grant is revoked at the provider; the next call's refresh is refused.
     await withFunction(data, 'ada_calls', 'ada', [host], `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/', { credential: 'ada' })).status`);
     await (await op.provider.RefreshToken.find(refresh!))!.destroy();
-    await new Promise((f) => setTimeout(f, 2100));
+    await untilRefreshDue(data, 'ada');
     const failed = await cli(['run', 'ada_calls', '--data-dir', data]);
     expect(failed.code).toBe(1);
     const after = await cli(['credentials', 'list', '--data-dir', data]);
@@ -378,12 +378,12 @@ describe('three processes on one data folder', () => {
       { stdin: MACHINE.secret },
     );
     expect(connected.code, connected.stderr).toBe(0);
-    const connectedAt = Date.now();
+    const refreshAt = refreshAtOf(data, 'shared');
     // Each run first waits at this barrier; all three are let through together once the token is past its refresh time.
     const held: ServerResponse[] = [];
     const barrier = await vendorServer((_req, res) => {
       held.push(res);
-      if (held.length === 3) setTimeout(() => held.forEach((r) => r.end('go')), Math.max(0, connectedAt + 1200 - Date.now()));
+      if (held.length === 3) setTimeout(() => held.forEach((r) => r.end('go')), Math.max(0, refreshAt + 5 - Date.now()));
     });
     await withFunction(
       data,

@@ -1,10 +1,16 @@
-import { createServer, type Server } from 'node:http';
+import Database from 'better-sqlite3';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Provider from 'oidc-provider';
 import { afterAll } from 'vitest';
+import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { vendorServer, type SeenRequest } from './vendor.ts';
 
 export const MACHINE = { id: 'machine', secret: 'machine-secret-0123456789' };
+/** A client credentials client whose access tokens live 5 minutes, whatever `accessTokenTtl` says: one that does not expire during a test. */
+export const LONG_LIVED = { id: 'long-lived', secret: 'long-lived-secret-0123456789' };
 /** A public native client: code with PKCE through a loopback redirect, refresh, device. */
 export const APP = { id: 'desktop-app' };
 /** The same grants for a confidential client, which authenticates with its secret. */
@@ -33,6 +39,7 @@ export async function oauthProvider(options: { accessTokenTtl?: number } = {}): 
   const provider = new Provider(issuer, {
     clients: [
       { client_id: MACHINE.id, client_secret: MACHINE.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: 'read' },
+      { client_id: LONG_LIVED.id, client_secret: LONG_LIVED.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: 'read' },
       {
         client_id: APP.id,
         application_type: 'native',
@@ -61,7 +68,7 @@ export async function oauthProvider(options: { accessTokenTtl?: number } = {}): 
       introspection: { enabled: true },
       revocation: { enabled: true },
     },
-    ttl: { AccessToken: ttl, ClientCredentials: ttl, RefreshToken: 3600, DeviceCode: 120, Interaction: 300, Session: 3600, Grant: 3600 },
+    ttl: { AccessToken: ttl, ClientCredentials: (_ctx: unknown, _token: unknown, client: { clientId: string }) => (client.clientId === LONG_LIVED.id ? 300 : ttl), RefreshToken: 3600, DeviceCode: 120, Interaction: 300, Session: 3600, Grant: 3600 },
     issueRefreshToken: () => true,
     rotateRefreshToken: true,
     cookies: { keys: ['oauth-test-cookie-key'] },
@@ -74,6 +81,7 @@ export async function oauthProvider(options: { accessTokenTtl?: number } = {}): 
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => tokenRequests.push({ grantType: new URLSearchParams(body).get('grant_type') ?? '', at: Date.now() }));
     }
+    if (req.method === 'POST' && req.url === '/device/auth') announceInterval(res, 1);
     void callback(req, res);
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -99,6 +107,25 @@ export async function oauthProvider(options: { accessTokenTtl?: number } = {}): 
   return { issuer, provider, tokenRequests, resource };
 }
 
+/**
+ * oidc-provider leaves `interval` out of its device authorization answer, so clients poll every 5 s
+ * (RFC 8628's default); this one asks for every second, so a device test waits 1 s for its answer, not 5.
+ */
+function announceInterval(res: ServerResponse, seconds: number): void {
+  const end = res.end.bind(res) as (chunk?: unknown, ...rest: unknown[]) => ServerResponse;
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    if ((typeof chunk === 'string' || Buffer.isBuffer(chunk)) && !res.headersSent) {
+      const body = JSON.parse(chunk.toString()) as Record<string, unknown>;
+      if (typeof body.device_code === 'string') {
+        const text = JSON.stringify({ ...body, interval: seconds });
+        res.setHeader('content-length', Buffer.byteLength(text));
+        return end(text, ...rest);
+      }
+    }
+    return end(chunk, ...rest);
+  }) as typeof res.end;
+}
+
 async function introspect(issuer: string, token: string | undefined): Promise<{ client_id: string; sub?: string } | undefined> {
   if (!token) return undefined;
   const response = await fetch(`${issuer}/token/introspection`, {
@@ -116,6 +143,22 @@ async function introspect(issuer: string, token: string | undefined): Promise<{ 
  * redirect to the loopback callback, which it requests, or at a page without a form. Returns what
  * that answered.
  */
+/** When the engine of `dataDir` will next refresh the access token of OAuth credential `name` (ms since the epoch), from its database. */
+export function refreshAtOf(dataDir: string, name: string): number {
+  const db = new Database(join(dataDir, DATABASE_FILE), { readonly: true });
+  try {
+    return (db.prepare('SELECT refresh_at FROM oauth_credentials WHERE name = ?').get(name) as { refresh_at: number }).refresh_at;
+  } finally {
+    db.close();
+  }
+}
+
+/** Resolves once the access token of `name` is due for refresh: only the clock says so, so this waits exactly that long. */
+export async function untilRefreshDue(dataDir: string, name: string): Promise<void> {
+  const ms = refreshAtOf(dataDir, name) - Date.now();
+  if (ms >= 0) await sleep(ms + 5);
+}
+
 /** Every bearer token the resource server was sent. */
 export function bearersSeen(resource: OAuthProvider['resource']): string[] {
   return [...new Set(resource.seen.map((r) => /^Bearer (.+)$/.exec(String(r.headers.authorization ?? ''))?.[1]).filter((t): t is string => t !== undefined))];
