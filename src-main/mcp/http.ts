@@ -159,6 +159,9 @@ export async function startMcpHttpServer(engine: Engine, options: HttpOptions): 
   const callSlot = async (res: ServerResponse, requests: Array<{ id: RequestId; method: string }>): Promise<GateSlot | undefined | null> => {
     const weight = requests.filter((r) => r.method === 'tools/call').length;
     if (weight === 0) return undefined;
+    // A free slot is taken without the abort plumbing that only a wait needs.
+    const free = stopping.signal.aborted ? undefined : calls.tryEnter(weight);
+    if (free) return free;
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     res.once('close', onClose);
@@ -469,14 +472,41 @@ async function readJsonBody(req: IncomingMessage, res: ServerResponse, limit: nu
     return { error: `Request body too large (limit ${limit} bytes)`, status: 413, code: -32000 };
   }
   if (/\b100-continue\b/i.test(String(req.headers.expect ?? ''))) res.writeContinue();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).byteLength;
-    if (size > limit) return { error: `Request body too large (limit ${limit} bytes)`, status: 413, code: -32000 };
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  // Read with events, not an async iterator: a small body is one chunk, and the iterator's machinery cost more than reading it.
+  const read = await new Promise<Buffer | 'too large' | Error>((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.byteLength;
+      chunks.push(chunk);
+      if (size <= limit) return;
+      done();
+      // As the iterator did on an early return: the rest of the body is not read.
+      req.destroy();
+      resolve('too large');
+    };
+    const onEnd = (): void => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    };
+    const onError = (error: Error): void => {
+      done();
+      resolve(error);
+    };
+    const done = (): void => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+    };
+    // Closed before its end (the client went away): as the iterator, a premature close is an error.
+    const onClose = (): void => {
+      if (req.complete) return;
+      done();
+      resolve(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
+  if (read === 'too large') return { error: `Request body too large (limit ${limit} bytes)`, status: 413, code: -32000 };
+  if (read instanceof Error) throw read;
+  const text = read.toString('utf8');
   // Bounded before parsing and validation: deep nesting overflowed the stack in the SDK's validators.
   if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) return { error: `Invalid Request: the body is nested deeper than ${MAX_JSON_DEPTH} levels`, status: 400, code: -32600 };
   try {

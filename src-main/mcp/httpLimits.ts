@@ -82,6 +82,12 @@ export class CallGate {
     return { running: this.#maxRunning, queued: this.#maxQueued };
   }
 
+  /** A slot at once when one is free and nobody waits (what `enter` would give without waiting), else undefined. */
+  tryEnter(weight: number): GateSlot | undefined {
+    const units = Math.min(Math.max(1, weight), this.#maxRunning);
+    return this.#queue.length === 0 && this.#running + units <= this.#maxRunning ? this.#admit(units) : undefined;
+  }
+
   enter(weight: number, signal: AbortSignal): Promise<GateSlot | 'busy' | 'gone'> {
     const units = Math.min(Math.max(1, weight), this.#maxRunning);
     if (signal.aborted) return Promise.resolve('gone');
