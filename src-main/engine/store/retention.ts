@@ -115,12 +115,24 @@ function slackBytes(settings: KeepSettings): number {
   return Math.min(16 * MIB, Math.max(256 * 1024, (settings.runsMib * MIB) / 8));
 }
 
+/**
+ * The body bytes of the runs after the last pass's rowid (`from`), summed up to `upTo`: each check
+ * adds only the runs recorded since the one before (runs are never deleted, so rowids only grow),
+ * instead of summing the whole history since the last pass after every write.
+ */
+const tallies = new WeakMap<Db, { from: number; upTo: number; bytes: number }>();
+
 /** Whether a pass is due: bodies written since the last one add up to the slack, or an hour has passed (the age cutoff moved). */
 export function prunePassDue(db: Db, now = Date.now()): boolean {
   const state = readState(db);
   if (now - state.at >= 60 * 60 * 1000) return true;
-  const written = db.prepare('SELECT COALESCE(SUM(octet_length(args)), 0) FROM runs WHERE rowid > ?').pluck().get(state.rowid) as number;
-  return written >= slackBytes(readKeepSettings(db));
+  let tally = tallies.get(db);
+  // A pass (in any process) moved the starting point: the tally starts again from there.
+  if (tally?.from !== state.rowid) tallies.set(db, (tally = { from: state.rowid, upTo: state.rowid, bytes: 0 }));
+  const since = db.prepare('SELECT COALESCE(SUM(octet_length(args)), 0), COALESCE(MAX(rowid), ?) FROM runs WHERE rowid > ?').raw().get(tally.upTo, tally.upTo) as [number, number];
+  tally.bytes += since[0];
+  tally.upTo = since[1];
+  return tally.bytes >= slackBytes(readKeepSettings(db));
 }
 
 export interface PruneResult {
