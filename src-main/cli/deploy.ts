@@ -117,8 +117,9 @@ async function deployTo(
   const token = await engine.mcpToken();
   const env: NodeJS.ProcessEnv = { PATH: ctx.io.env.PATH ?? '', [deployment.tokenVar]: token };
   for (const s of deployment.secrets) {
-    const injection = await engine.credentials.injection(s.credential, [s.credential]);
-    env[s.envVar] = injection.secret;
+    // An OAuth client credentials grant: the Worker gets the client secret and asks for its own tokens.
+    const secret = s.oauthClient ? await engine.credentials.oauth.storedClientSecret(s.credential) : (await engine.credentials.injection(s.credential, [s.credential])).secret;
+    if (secret !== undefined) env[s.envVar] = secret;
   }
   let tail = '';
   const supervisor = new WorkerdSupervisor({

@@ -28,6 +28,8 @@ export interface DeployOptions {
 
 export interface DeploySecret {
   credential: string;
+  /** An OAuth client credentials grant: the binding holds its client secret, and the egress Worker obtains the tokens. */
+  oauthClient?: boolean;
   /** The egress Worker's binding that holds it. */
   binding: string;
   /** workerd: the environment variable the binding reads. */
@@ -100,8 +102,13 @@ function notDeployable(record: FunctionRecord): string | undefined {
 export async function writeDeployment(engine: Engine, options: DeployOptions): Promise<Deployment> {
   const skipped: Deployment['skipped'] = [];
   const records = servedFunctions(engine, options.profile).filter((record) => {
-    const oauth = record.credentials.find((name) => engine.credentials.oauth.isOAuth(name));
-    const reason = notDeployable(record) ?? (oauth === undefined ? undefined : `it uses OAuth credential "${oauth}", whose refreshed tokens a deployed gateway does not carry yet`);
+    // A client credentials grant deploys (the egress Worker asks for its tokens); a user's sign-in does not.
+    const oauth = record.credentials.find((name) => engine.credentials.oauth.isOAuth(name) && engine.credentials.oauth.deployable(name) === undefined);
+    const reason =
+      notDeployable(record) ??
+      (oauth === undefined
+        ? undefined
+        : `it uses OAuth credential "${oauth}" (grant ${engine.credentials.oauth.status(oauth)?.grant}: a person signs in, and a deployed gateway does not carry the refresh token); only client_credentials OAuth credentials deploy`);
     if (reason !== undefined) skipped.push({ function: record.name, reason });
     return reason === undefined;
   });
@@ -118,7 +125,10 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
   }
   const catalog: CatalogEntry[] = [];
   const policies: Record<string, { allowedHosts: string[]; credentials: string[]; responseBytes: number }> = {};
-  const credentials = new Map<string, { name: string; binding: string; hosts: string[]; hostsText: string; header?: string; template?: string; query?: string }>();
+  const credentials = new Map<
+    string,
+    { name: string; binding: string; hosts: string[]; hostsText: string; header?: string; template?: string; query?: string; oauth?: ReturnType<Engine['credentials']['oauth']['deployable']> }
+  >();
   const ungranted: Deployment['ungranted'] = [];
   const localLiterals = new Set<string>();
   for (const record of records) {
@@ -148,13 +158,20 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
     for (const name of usable) {
       const spec = engine.credentials.find(name)!;
       const p = spec.placement;
+      const oauth = engine.credentials.oauth.deployable(name);
       credentials.set(name, {
         name,
         binding: secretBinding(name),
         hosts: spec.hosts,
         hostsText: spec.hosts.join(', '),
         ...(p.kind === 'header' ? { header: p.header, template: p.template } : { query: p.param }),
+        ...(oauth ? { oauth } : {}),
       });
+      // The token endpoint is the egress Worker's own destination: a local one (a test server) must be reachable.
+      if (oauth) {
+        const host = unbracket(new URL(oauth.tokenUrl).hostname);
+        if (!classifyAddress(host, false).allowed && classifyAddress(host, true).allowed) localLiterals.add(host);
+      }
     }
     for (const host of record.allowedHosts) {
       const pattern = parseHostPattern(host);
@@ -181,7 +198,7 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
   };
   const gateway = await bundle(join(WORKERS, 'gateway.js'), virtual);
   const egress = await bundle(join(WORKERS, 'egress.js'), virtual);
-  const secrets: DeploySecret[] = [...credentials.values()].map((c) => ({ credential: c.name, binding: c.binding, envVar: secretEnvVar(c.name) }));
+  const secrets: DeploySecret[] = [...credentials.values()].map((c) => ({ credential: c.name, binding: c.binding, envVar: secretEnvVar(c.name), ...(c.oauth ? { oauthClient: true } : {}) }));
 
   const files: Record<string, string> =
     options.target === 'workerd'
@@ -332,7 +349,7 @@ ${egressBindings}
 }
 
 function workerdReadme(secrets: DeploySecret[]): string {
-  const vars = [`${TOKEN_VAR}=<the bearer token clients send>`, ...secrets.map((s) => `${s.envVar}=<the secret of credential ${s.credential}>`)];
+  const vars = [`${TOKEN_VAR}=<the bearer token clients send>`, ...secrets.map((s) => `${s.envVar}=<the ${s.oauthClient ? 'OAuth client secret' : 'secret'} of credential ${s.credential}>`)];
   return `# Callable Studio functions on workerd
 
 Written by \`callable deploy --target workerd\`. Run it with the npm \`workerd\` binary:
@@ -391,7 +408,7 @@ Needs: a Cloudflare account whose plan offers the Worker Loader binding (Dynamic
 ${secretPutLines(secrets)
   .map((l) => `       ${l}`)
   .join('\n')}
-
+${secrets.some((s) => s.oauthClient) ? `\n   For ${secrets.filter((s) => s.oauthClient).map((s) => s.binding).join(', ')} (OAuth client credentials) give the client secret: the egress Worker asks for the access tokens.\n` : ''}
 On Cloudflare, the Host check of the local server is not made (the Worker answers on its own
 public name); the bearer token and the Origin allow-list are checked as locally.
 `;

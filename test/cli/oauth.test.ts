@@ -63,15 +63,27 @@ describe('callable credentials connect', () => {
     expect(set.stderr).toContain('credential "machine" is an OAuth credential; connect it again with "callable credentials connect machine", or remove it first; nothing was saved');
   });
 
-  it('callable deploy leaves out a function that uses an OAuth credential, saying why', async () => {
+  it('callable deploy leaves out a function that uses an OAuth credential a person signs in to, saying why, and writes one with a client credentials grant', async () => {
     const data = tempDir();
     const host = `127.0.0.1:${op.resource.port}`;
     const connected = await cli(['credentials', 'connect', 'machine', '--issuer', op.issuer, '--client-id', MACHINE.id, '--host', host, '--grant', 'client_credentials', '--data-dir', data], { stdin: MACHINE.secret });
     expect(connected.code, connected.stderr).toBe(0);
-    await withFunction(data, 'uses_oauth', 'machine', [host], `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/', { credential: 'machine' })).status`);
-    const deployed = await cli(['deploy', '--target', 'workerd', '--out', join(tempDir(), 'out'), '--data-dir', data]);
-    expect(deployed).toMatchObject({ code: 2 });
-    expect(deployed.stderr).toContain('no function can be deployed: uses_oauth: it uses OAuth credential "machine", whose refreshed tokens a deployed gateway does not carry yet');
+    const engine = createEngine({ dataDir: data, secrets: new MemorySecretStore() });
+    engine.credentials.defineOAuth({ name: 'person', hosts: [host], issuer: op.issuer, scopes: ['openid'], grant: 'code' });
+    engine.close();
+    await withFunction(data, 'uses_person', 'person', [host], `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/', { credential: 'person' })).status`);
+    const personOnly = await cli(['deploy', '--target', 'workerd', '--out', join(tempDir(), 'out'), '--data-dir', data]);
+    expect(personOnly).toMatchObject({ code: 2 });
+    expect(personOnly.stderr).toContain(
+      'no function can be deployed: uses_person: it uses OAuth credential "person" (grant code: a person signs in, and a deployed gateway does not carry the refresh token); only client_credentials OAuth credentials deploy',
+    );
+    await withFunction(data, 'uses_machine', 'machine', [host], `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/', { credential: 'machine' })).status`);
+    const out = join(tempDir(), 'out');
+    const both = await cli(['deploy', '--target', 'workerd', '--out', out, '--data-dir', data]);
+    expect(both, both.stderr).toMatchObject({ code: 0 });
+    expect(both.stdout).toContain(`wrote 1 function(s) (uses_machine) to ${out} for workerd`);
+    expect(both.stdout).toContain('CALLABLE_SECRET_MACHINE=<secret>');
+    expect(readFileSync(join(out, 'README.md'), 'utf8')).toContain('CALLABLE_SECRET_MACHINE=<the OAuth client secret of credential machine>');
   });
 
   it('--grant code opens $BROWSER on the sign-in URL (also printed on its own stderr line) and exits 0 once the loopback redirect brings the code', async () => {

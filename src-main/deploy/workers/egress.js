@@ -15,6 +15,71 @@ import { POLICIES, CREDENTIALS } from 'callable:egress';
 
 const MANAGED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'cookie2']);
 const MAX_REDIRECTS = 5;
+/** An access token this close to its expiry is replaced before it is sent (one that lives less than twice this: at half its life), as the local engine does. */
+const REFRESH_BEFORE_MS = 60_000;
+
+/**
+ * Access tokens this Worker obtained for OAuth client credentials grants, by credential, shared by
+ * the requests this isolate serves; `pending` makes concurrent requests wait for one token request.
+ * @type {Map<string, { token: string, refreshAt: number, pending?: Promise<string> }>}
+ */
+const oauthTokens = new Map();
+
+/**
+ * The access token of an OAuth client credentials credential: the one held until it is due for
+ * refresh, else a new one from the token endpoint. `refused` is a token a host just answered 401
+ * to: it is replaced, unless another request replaced it already.
+ * @param {CredentialSpec} spec @param {Record<string, unknown>} env @param {string} [refused] @returns {Promise<string>}
+ */
+function accessToken(spec, env, refused) {
+  const held = oauthTokens.get(spec.name);
+  if (held?.pending) return held.pending;
+  if (held && held.token !== refused && Date.now() < held.refreshAt) return Promise.resolve(held.token);
+  const pending = requestToken(spec, env).then(
+    ({ token, refreshAt }) => {
+      oauthTokens.set(spec.name, { token, refreshAt });
+      return token;
+    },
+    (error) => {
+      oauthTokens.delete(spec.name);
+      throw error;
+    },
+  );
+  oauthTokens.set(spec.name, { token: held?.token ?? '', refreshAt: 0, pending });
+  return pending;
+}
+
+/**
+ * One client credentials token request (RFC 6749 4.4) with the client secret of the credential's binding.
+ * @param {CredentialSpec} spec @param {Record<string, unknown>} env @returns {Promise<{ token: string, refreshAt: number }>}
+ */
+async function requestToken(spec, env) {
+  const oauth = /** @type {OAuthClient} */ (spec.oauth);
+  const secret = env[spec.binding];
+  if (typeof secret !== 'string' || secret === '') throw new Error(`it has no client secret in this deployment (binding ${spec.binding})`);
+  const form = new URLSearchParams({ grant_type: 'client_credentials' });
+  if (oauth.scopes.length > 0) form.set('scope', oauth.scopes.join(' '));
+  /** @type {Record<string, string>} */
+  const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+  if (oauth.clientAuth === 'post') {
+    form.set('client_id', oauth.clientId);
+    form.set('client_secret', secret);
+  } else headers.authorization = `Basic ${btoa(`${encodeURIComponent(oauth.clientId)}:${encodeURIComponent(secret)}`)}`;
+  let response;
+  try {
+    // Bounded by the call: the gateway ends it at the function's deadline.
+    response = await fetch(oauth.tokenUrl, { method: 'POST', headers, body: form.toString() });
+  } catch (error) {
+    throw new Error(`the token request to ${oauth.tokenUrl} failed: ${/** @type {Error | undefined} */ (error)?.message ?? String(error)}`);
+  }
+  const body = /** @type {Record<string, unknown>} */ (await response.json().catch(() => ({})));
+  if (!response.ok || typeof body.access_token !== 'string') {
+    const code = typeof body.error === 'string' ? body.error : `HTTP ${response.status}`;
+    throw new Error(`${code}${typeof body.error_description === 'string' ? `: ${body.error_description}` : ''} (from ${oauth.tokenUrl})`);
+  }
+  const lifetime = typeof body.expires_in === 'number' ? body.expires_in * 1000 : undefined;
+  return { token: body.access_token, refreshAt: lifetime === undefined ? Infinity : Date.now() + Math.max(lifetime - REFRESH_BEFORE_MS, lifetime / 2) };
+}
 
 /** @param {string} code @param {string} message @param {TraceEntry[]} trace */
 function refuse(code, message, trace) {
@@ -94,6 +159,7 @@ function redactorOf(env, injection) {
     const secret = env[spec.binding];
     if (typeof secret === 'string') redactor.add(spec.name, secret);
   }
+  for (const [name, held] of oauthTokens) if (held.token !== '') redactor.add(name, held.token);
   if (injection?.template !== undefined) redactor.add(injection.name, headerValue(injection.template, injection.secret));
   return redactor;
 }
@@ -120,6 +186,8 @@ export default {
     /** @type {string | undefined} */
     let credentialName;
     let redirectMode = 'follow';
+    /** The OAuth client credentials this request may send, whose access tokens it needs. */
+    const oauthNames = new Set();
     for (const [name, value] of request.headers) {
       const lower = name.toLowerCase();
       if (lower === 'x-callable-function') continue;
@@ -134,7 +202,10 @@ export default {
       if (lower === 'x-callable-placeholders') {
         for (const [placeholder, name] of /** @type {Array<[string, string]>} */ (JSON.parse(value))) {
           const spec = CREDENTIALS[name];
-          if (spec && policy.credentials.includes(name)) placeholders.adopt(name, spec.hosts, placeholder);
+          if (spec && policy.credentials.includes(name)) {
+            placeholders.adopt(name, spec.hosts, placeholder);
+            if (spec.oauth) oauthNames.add(name);
+          }
         }
         continue;
       }
@@ -149,12 +220,22 @@ export default {
     }
     /** @type {({ name: string, binding: string, hostsText: string, secret: string, hosts: HostPattern[] } & CredentialPlacement) | undefined} */
     let injection;
+    if (credentialName !== undefined && policy.credentials.includes(credentialName) && CREDENTIALS[credentialName]?.oauth) oauthNames.add(credentialName);
+    /** The access token of each OAuth credential this request may send. @type {Map<string, string>} */
+    const live = new Map();
+    for (const name of oauthNames) {
+      try {
+        live.set(name, await accessToken(/** @type {CredentialSpec} */ (CREDENTIALS[name]), env));
+      } catch (error) {
+        return refuse('credential_refused', `credential "${name}": no access token; nothing was sent: ${/** @type {Error} */ (error).message}`, []);
+      }
+    }
     if (credentialName !== undefined) {
       if (!policy.credentials.includes(credentialName)) {
         return refuse('credential_refused', `this function may not use credential "${credentialName}": add it to the function's "credentials" list and grant it`, []);
       }
       const spec = /** @type {CredentialSpec} */ (CREDENTIALS[credentialName]);
-      const secret = env[spec.binding];
+      const secret = live.get(credentialName) ?? env[spec.binding];
       if (typeof secret !== 'string' || secret === '') {
         return refuse('credential_refused', `credential "${credentialName}" has no secret in this deployment (binding ${spec.binding})`, []);
       }
@@ -173,6 +254,7 @@ export default {
     let url = new URL(request.url);
     /** @type {string | undefined} */
     let redirectFrom;
+    let retried = false;
     for (let hop = 0; ; hop++) {
       const why = checkUrl(url, patterns, policy.allowedHosts);
       if (why) {
@@ -192,7 +274,7 @@ export default {
       const plan = hopPlan(placeholders, headers, url, hop);
       if (plan.refused) return misplaced(url, plan.refused);
       /** @param {string} name */
-      const secretOf = (name) => /** @type {string} */ (env[/** @type {CredentialSpec} */ (CREDENTIALS[name]).binding]);
+      const secretOf = (name) => live.get(name) ?? /** @type {string} */ (env[/** @type {CredentialSpec} */ (CREDENTIALS[name]).binding]);
       const missing = plan.used.find((name) => typeof secretOf(name) !== 'string' || secretOf(name) === '');
       if (missing !== undefined) return refuse('credential_refused', `credential "${missing}" has no secret in this deployment (binding ${/** @type {CredentialSpec} */ (CREDENTIALS[missing]).binding})`, trace);
       const out = new URL(url.href);
@@ -216,6 +298,25 @@ export default {
         return refuse('fetch_failed', `${method} ${display(url)}: ${entry.error}`, trace);
       }
       entry.status = response.status;
+      // A 401 to an OAuth access token (revoked or expired early): one new token, and the request once more, as locally.
+      const refused = used.filter((name) => live.has(name));
+      if (response.status === 401 && refused.length > 0 && !retried) {
+        retried = true;
+        await response.body?.cancel();
+        entry.ms = Date.now() - started;
+        trace.push(entry);
+        try {
+          for (const name of refused) {
+            const token = await accessToken(/** @type {CredentialSpec} */ (CREDENTIALS[name]), env, live.get(name));
+            live.set(name, token);
+            if (injection?.name === name) injection.secret = token;
+          }
+        } catch (error) {
+          return refuse('credential_refused', `${method} ${display(url)}: the host refused the access token and no new one came: ${/** @type {Error} */ (error).message}`, trace);
+        }
+        hop--;
+        continue;
+      }
       const location = response.headers.get('location');
       if (response.status >= 300 && response.status < 400 && location !== null && redirectMode !== 'manual') {
         await response.body?.cancel();

@@ -202,7 +202,9 @@ declare module 'callable:validators' {
 }
 
 /** A credential the egress Worker adds: in a header (through its template) or a query parameter. */
-type CredentialSpec = { name: string; binding: string; hosts: string[]; hostsText: string } & CredentialPlacement;
+type CredentialSpec = { name: string; binding: string; hosts: string[]; hostsText: string; oauth?: OAuthClient } & CredentialPlacement;
+/** An OAuth client credentials grant whose tokens the egress Worker obtains itself, with the client secret of its binding. */
+type OAuthClient = { tokenUrl: string; clientId: string; scopes: string[]; clientAuth: 'basic' | 'post' };
 type CredentialPlacement = { header: string; template: string; query?: undefined } | { query: string; header?: undefined; template?: undefined };
 
 declare module 'callable:egress' {

@@ -411,6 +411,18 @@ export class OAuthCredentials {
     }
   }
 
+  /**
+   * What a deployed egress Worker needs to obtain the tokens of a client credentials grant itself
+   * (with the client secret it is given): nothing secret. Undefined for any other grant.
+   */
+  deployable(name: string): { tokenUrl: string; clientId: string; scopes: string[]; clientAuth: 'basic' | 'post' } | undefined {
+    const row = this.#row(name);
+    if (!row) return undefined;
+    const config = JSON.parse(row.config) as OAuthConfig | PendingConfig;
+    if ('pending' in config || config.grant !== 'client_credentials' || !config.clientSecret) return undefined;
+    return { tokenUrl: config.tokenEndpoint, clientId: config.clientId, scopes: config.scopes, clientAuth: config.clientAuth ?? 'basic' };
+  }
+
   /** The stored client secret of a confidential client, so that connecting again does not ask for it. */
   async storedClientSecret(name: string, signal?: AbortSignal): Promise<string | undefined> {
     const row = this.#row(name);
