@@ -38,6 +38,20 @@ export function secretForms(secret: string): string[] {
   return [...forms].filter((f) => f.length >= MIN_SECRET_LENGTH);
 }
 
+/** How many secrets' forms are kept worked out: every run that reads a response redacts all the stored secrets, which rarely change. */
+const FORMS_KEPT = 64;
+const formsKept = new Map<string, readonly string[]>();
+
+/** secretForms of a secret the redactor is given, worked out once while it is among the last FORMS_KEPT. */
+function storedForms(secret: string): readonly string[] {
+  let forms = formsKept.get(secret);
+  if (forms === undefined) {
+    formsKept.set(secret, (forms = secretForms(secret)));
+    if (formsKept.size > FORMS_KEPT) formsKept.delete(formsKept.keys().next().value!);
+  }
+  return forms;
+}
+
 interface Needle {
   needle: string;
   label: string;
@@ -50,21 +64,34 @@ interface Needle {
  */
 export class Redactor {
   readonly #needles: Needle[] = [];
+  readonly #known = new Set<string>();
+  /** Longest first (a secret inside a longer one's form is replaced with the longer); sorted when next used. */
+  #sorted = true;
 
   add(name: string, secret: string): void {
     if (secret.length < MIN_SECRET_LENGTH) return;
     const label = `[redacted:${name}]`;
-    for (const needle of secretForms(secret)) if (!this.#needles.some((n) => n.needle === needle)) this.#needles.push({ needle, label });
-    this.#needles.sort((a, b) => b.needle.length - a.needle.length);
+    for (const needle of storedForms(secret)) {
+      if (this.#known.has(needle)) continue;
+      this.#known.add(needle);
+      this.#needles.push({ needle, label });
+      this.#sorted = false;
+    }
   }
 
   get active(): boolean {
     return this.#needles.length > 0;
   }
 
+  #ordered(): readonly Needle[] {
+    if (!this.#sorted) this.#needles.sort((a, b) => b.needle.length - a.needle.length);
+    this.#sorted = true;
+    return this.#needles;
+  }
+
   text(value: string): string {
     let out = value;
-    for (const { needle, label } of this.#needles) if (out.includes(needle)) out = out.split(needle).join(label);
+    for (const { needle, label } of this.#ordered()) if (out.includes(needle)) out = out.split(needle).join(label);
     return out;
   }
 
@@ -78,7 +105,7 @@ export class Redactor {
 
   /** A redaction of one byte stream, with the secrets known now. */
   stream(): StreamRedaction {
-    return new StreamRedaction(this.#needles);
+    return new StreamRedaction(this.#ordered());
   }
 }
 
