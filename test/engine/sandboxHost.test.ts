@@ -2,14 +2,15 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, type Engine, type EngineOptions } from '../../src-main/engine/index.ts';
 import { effectiveLimits } from '../../src-main/engine/model/limits.ts';
 import type { SandboxJob } from '../../src-main/engine/sandbox/protocol.ts';
 import { Sandbox, startHostEarly } from '../../src-main/engine/sandbox/sandbox.ts';
 import { ECHO_INPUT_SCHEMA, ECHO_SOURCE } from '../bench/fixture.ts';
 import { productStdio, sandboxHostPids, startStdio } from '../bench/targets.ts';
-import { CALLABLE_COMMAND, REPO } from '../support/callable.ts';
+import { CALLABLE_COMMAND, REPO, startServe } from '../support/callable.ts';
+import { connect } from '../support/mcpClients.ts';
 import { vendorServer } from '../support/vendor.ts';
 import { alive } from '../support/wait.ts';
 
@@ -193,24 +194,46 @@ describe('a host started before the sandbox (callable mcp and callable serve sta
     }
   });
 
-  it.skipIf(process.platform !== 'linux')('callable mcp answers a call made right after tools/list, with no host beyond its own (reads /proc, Linux only)', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'callable-early-'));
-    try {
+  describe.skipIf(process.platform !== 'linux')('callable mcp and callable serve (read /proc, Linux only)', () => {
+    const hostsPerSandbox = Math.min(4, Math.max(1, Math.floor(availableParallelism() / 2)));
+    let dataDir = '';
+    beforeAll(async () => {
+      dataDir = mkdtempSync(join(tmpdir(), 'callable-early-'));
       const engine = createEngine({ dataDir, secrets: new MemorySecretStore() });
       await engine.saveFunction({ spec: { name: 'echo', inputSchema: ECHO_INPUT_SCHEMA } as never, source: ECHO_SOURCE });
       engine.close();
+    });
+    afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+    it('callable mcp answers a call made right after tools/list, and runs no host beyond its own', async () => {
       const server = await startStdio(productStdio(dataDir));
       try {
         expect(server.toolNames).toEqual(['echo']);
         expect(await server.call(21)).toMatchObject({ ok: true });
         // The host it started before loading the server is its first: none is left over beside them.
-        expect(sandboxHostPids(server.pid()!)).toHaveLength(Math.min(4, Math.max(1, Math.floor(availableParallelism() / 2))));
+        expect(sandboxHostPids(server.pid()!)).toHaveLength(hostsPerSandbox);
       } finally {
         await server.close();
       }
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    });
+
+    it('callable serve answers a call made right after tools/list, and runs no host beyond its own', async () => {
+      const server = await startServe(dataDir, ['--no-auth']);
+      try {
+        const client = await connect('2025-11-25', { transport: 'http', url: server.url });
+        try {
+          expect((await client.listTools()).map((t) => t.name)).toEqual(['echo']);
+          const result = await client.callTool('echo', { text: 'served', n: 2 });
+          expect(result.isError).toBeFalsy();
+          expect(JSON.parse(result.content[0]?.text ?? '')).toEqual({ echo: 'served', n: 4 });
+        } finally {
+          await client.close();
+        }
+        expect(sandboxHostPids(server.child.pid!)).toHaveLength(hostsPerSandbox);
+      } finally {
+        await server.stop();
+      }
+    });
   });
 });
 
