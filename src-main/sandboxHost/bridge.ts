@@ -362,7 +362,9 @@ export class RunBridge implements HostBinding {
     const reader = body.reader;
     if (reader === undefined || this.#bodies.get(fetchId) !== body) return;
     if (body.chunks.length > 0) {
-      const bytes = body.chunks.length === 1 ? new Uint8Array(body.chunks[0]!) : new Uint8Array(Buffer.concat(body.chunks));
+      const joined = body.chunks.length === 1 ? body.chunks[0]! : Buffer.concat(body.chunks);
+      // A view of a larger buffer (Node's pool) is copied out, as the isolate would be given the whole buffer; bytes with a buffer of their own cross as they are.
+      const bytes = joined.byteOffset === 0 && joined.byteLength === joined.buffer.byteLength ? new Uint8Array(joined.buffer, 0, joined.byteLength) : new Uint8Array(joined);
       body.chunks = [];
       body.reader = undefined;
       body.flow.taken(bytes.byteLength);
