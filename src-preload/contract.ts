@@ -198,17 +198,32 @@ export const contract = {
   'tests:run': method<TestCaseResult[]>()(z.object({ name: FunctionNameSchema, case: TestCaseNameSchema.optional() }).strict()),
   'tests:delete': method<{ deleted: true }>()(z.object({ name: FunctionNameSchema, case: TestCaseNameSchema }).strict()),
   'tests:rename': method<TestCase>()(z.object({ name: FunctionNameSchema, case: TestCaseNameSchema, newName: z.string().max(100) }).strict()),
-  'credentials:list': method<{ credentials: CredentialView[]; store: 'keychain' | 'env' | 'memory' }>()(None),
+  /** `oauthPresets`: the providers an OAuth credential can be connected to by name (`credentials:connect`'s `preset`). */
+  'credentials:list': method<{ credentials: CredentialView[]; store: 'keychain' | 'env' | 'memory'; oauthPresets: string[] }>()(None),
   /** Creates or replaces a credential. The secret goes one way: it is never sent back. */
   'credentials:set': method<CredentialSpec>()(z.object({ spec: CredentialSpecSchema, secret: z.string().max(10_000).optional() }).strict()),
   'credentials:delete': method<{ deleted: true }>()(z.object({ name: CredentialNameSchema }).strict()),
   /** Lets a function that lists the credential use it: nothing is sent for a function until it is granted. */
   'credentials:grant': method<{ granted: boolean; credentialExists: boolean }>()(z.object({ name: CredentialNameSchema, function: FunctionNameSchema }).strict()),
   /**
-   * Connects an OAuth credential with its stored server (and `clientId` the first time): the code
-   * grant's sign-in page opens in the system browser; answers once connected, or with why not.
+   * Connects an OAuth credential: a new one with its server (`issuer` or `preset`), client, hosts,
+   * scopes and grant; one defined or connected before with what it stored (and `clientId` the first
+   * time). The code grant's sign-in page opens in the system browser; answers once connected, or with why not.
    */
-  'credentials:connect': method<CredentialInfo>()(z.object({ name: CredentialNameSchema, clientId: z.string().min(1).max(500).optional() }).strict()),
+  'credentials:connect': method<CredentialInfo>()(
+    z
+      .object({
+        name: CredentialNameSchema,
+        clientId: z.string().min(1).max(500).optional(),
+        clientSecret: z.string().min(1).max(10_000).optional(),
+        preset: z.string().min(1).max(50).optional(),
+        issuer: z.string().min(1).max(2048).optional(),
+        hosts: z.array(z.string().min(1).max(300)).max(50).optional(),
+        scopes: z.array(z.string().min(1).max(300)).max(100).optional(),
+        grant: z.enum(['code', 'device', 'client_credentials']).optional(),
+      })
+      .strict(),
+  ),
   /** Stops waiting for a sign-in `credentials:connect` started; that call answers `cancelled`. */
   'credentials:cancelConnect': method<{ cancelled: boolean }>()(z.object({ name: CredentialNameSchema }).strict()),
   /** Revokes an OAuth credential's grant at the server where it can and forgets its tokens; the credential stays, not connected. */

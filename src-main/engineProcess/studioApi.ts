@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { contract, events, type ClientConfigs, type PackagesView, type Envelope, type EventName, type EventPayload, type MethodName, type ResponseOf, type UngrantedCredential } from '../../src-preload/contract.ts';
-import { credentialCommand, defaultDataDir, formatZodError, readTemplates, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
+import { credentialCommand, defaultDataDir, formatZodError, PRESET_NAMES, readTemplates, StudioError, toErrorInfo, type Engine, type EngineReport, type ErrorInfo, type PromptView } from '../engine/index.ts';
 import { stdioConfigs, stdioLaunch } from '../mcp/clientConfig.ts';
 import type { McpHttpHost } from '../mcp/httpHost.ts';
 
@@ -118,7 +118,7 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
     'credentials:list': async () => {
       const functions = engine.functions.list();
       const credentials = (await engine.credentials.list()).map((c) => ({ ...c, usedBy: functions.filter((f) => f.credentials.includes(c.name)).map((f) => f.name) }));
-      return { credentials, store: engine.credentials.storeKind };
+      return { credentials, store: engine.credentials.storeKind, oauthPresets: [...PRESET_NAMES] };
     },
     'credentials:set': ({ spec, secret }) => engine.credentials.set(spec, secret === '' ? undefined : secret),
     'credentials:delete': async ({ name }) => {
@@ -126,19 +126,21 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       return { deleted: true as const };
     },
     'credentials:grant': ({ name, function: fn }) => engine.credentials.grant(name, fn),
-    'credentials:connect': async ({ name, clientId }) => {
+    'credentials:connect': async ({ name, clientId, clientSecret, preset, issuer, hosts, scopes, grant: asked }) => {
       if (connecting.has(name)) throw new StudioError('conflict', `"${name}" is already waiting for its sign-in; finish it in the browser, or cancel it`);
       const status = engine.credentials.oauth.status(name);
-      if (!status) throw new StudioError('bad_input', `credential "${name}" is not an OAuth credential; only OAuth credentials connect`);
+      if (!status && engine.credentials.find(name)) throw new StudioError('bad_input', `credential "${name}" is not an OAuth credential; only OAuth credentials connect`);
+      if (!status && issuer === undefined && preset === undefined) throw new StudioError('bad_input', `give the authorization server (its issuer URL) or a provider to connect "${name}"`);
+      const grant = asked ?? status?.grant ?? 'code';
       // The device grant shows a code to type on another device: a terminal's job.
-      if (status.grant === 'device') throw new StudioError('bad_input', `"${name}" uses the device grant: connect it in a terminal with: callable credentials connect ${name}`);
+      if (grant === 'device') throw new StudioError('bad_input', `"${name}" uses the device grant: connect it in a terminal with: callable credentials connect ${name}`);
       const controller = new AbortController();
       connecting.set(name, controller);
       try {
         return await engine.credentials.connect(
-          { name, hosts: [], clientId: clientId ?? '', scopes: [], grant: status.grant },
+          { name, hosts: hosts ?? [], clientId: clientId ?? '', scopes: scopes ?? [], grant, preset, issuer },
           {
-            clientSecret: await engine.credentials.oauth.storedClientSecret(name, controller.signal),
+            clientSecret: clientSecret ?? (await engine.credentials.oauth.storedClientSecret(name, controller.signal)),
             signal: controller.signal,
             onAuthorizeUrl: (url, { authorizationEndpoint }) => host.openUrl?.({ url, authorizationEndpoint, credential: name }),
           },

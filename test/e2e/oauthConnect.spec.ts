@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createEngine, KeychainSecretStore } from '../../src-main/engine/index.ts';
-import { APP, oauthProvider, type OAuthProvider } from '../support/oauthProvider.ts';
+import { APP, MACHINE, oauthProvider, type OAuthProvider } from '../support/oauthProvider.ts';
 import { studioSession } from './fixture.ts';
 
 // The Credentials page's Connect for an OAuth credential: the engine asks for the sign-in page, the
@@ -79,6 +79,36 @@ describe('connecting an OAuth account from the Credentials page', () => {
     await row.getByRole('button', { name: 'Connect workspace' }).waitFor();
     // The client id is kept: no field for it now.
     expect(await page.getByLabel('Client id for workspace').count()).toBe(0);
+    expect(session.studio.pageErrors).toEqual([]);
+  });
+
+  it('the "Connect an OAuth 2 account" form connects a new client credentials account from its issuer, client id and secret', async () => {
+    const { page } = session.ui;
+    const form = page.getByRole('form', { name: 'Connect an OAuth 2 account' });
+    await form.getByLabel('Credential name').fill('backend');
+    await form.getByLabel('Grant').selectOption('client_credentials');
+    await form.getByLabel('Client id').fill(MACHINE.id);
+    await form.getByRole('button', { name: 'Connect' }).click();
+    // Nothing is asked of the server before the form is whole.
+    await form.getByRole('alert').filter({ hasText: 'Pick a provider, or give the issuer URL of the authorization server.' }).waitFor();
+    expect(await form.getByLabel('Provider').locator('option').allTextContents()).toEqual(expect.arrayContaining(['google', 'github', 'microsoft']));
+    await form.getByLabel('Issuer URL').fill(op.issuer);
+    await form.getByRole('button', { name: 'Connect' }).click();
+    await form.getByRole('alert').filter({ hasText: 'Client credentials need the client secret.' }).waitFor();
+    await form.getByLabel('Client secret').fill(MACHINE.secret);
+    await form.getByLabel('Hosts').fill(`127.0.0.1:${op.resource.port}`);
+    await form.getByLabel('Scopes').fill('read');
+    const requests = op.tokenRequests.length;
+    await form.getByRole('button', { name: 'Connect' }).click();
+    const state = page.getByTestId('oauth-state-backend');
+    await state.getByText('connected', { exact: true }).waitFor();
+    expect(await state.textContent()).toContain(`as ${MACHINE.id}`);
+    expect(await page.getByRole('row').filter({ hasText: 'backend' }).textContent()).toContain('OAuth 2 (client credentials)');
+    expect(op.tokenRequests.slice(requests).map((r) => r.grantType)).toEqual(['client_credentials']);
+    // The form is cleared, and the secret is nowhere on the page.
+    expect(await form.getByLabel('Credential name').inputValue()).toBe('');
+    expect(await page.content()).not.toContain(MACHINE.secret);
+    await session.ui.screenshot('oauth-connect-form');
     expect(session.studio.pageErrors).toEqual([]);
   });
 });

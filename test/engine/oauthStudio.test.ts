@@ -140,6 +140,30 @@ describe("the studio's Connect, through the engine process", () => {
     expect(opened.length).toBe(pages);
   });
 
+  it('connects a new account from its issuer, client and grant: client credentials with the secret given, and a sign-in through the browser', async () => {
+    const host = `127.0.0.1:${op.resource.port}`;
+    const pages = opened.length;
+    expect(await call('credentials:connect', { name: 'fresh-machine', issuer: op.issuer, clientId: MACHINE.id, clientSecret: MACHINE.secret, hosts: [host], scopes: ['read'], grant: 'client_credentials' })).toMatchObject({
+      name: 'fresh-machine',
+      kind: 'oauth',
+      state: 'connected',
+      account: MACHINE.id,
+      hosts: [host],
+      scopes: ['read'],
+      grant: 'client_credentials',
+    });
+    expect(opened.length).toBe(pages);
+    browser = (url) => void signIn(url, 'kai');
+    expect(await call('credentials:connect', { name: 'fresh-user', issuer: op.issuer, clientId: APP.id, hosts: [host], scopes: ['openid', 'read'] })).toMatchObject({ state: 'connected', account: 'kai', grant: 'code' });
+    expect(new URL(opened.at(-1)!).origin).toBe(op.issuer);
+    const { oauthPresets } = (await call('credentials:list', {})) as { oauthPresets: string[] };
+    expect(oauthPresets).toEqual(['github', 'google', 'microsoft', 'slack', 'notion', 'hubspot', 'atlassian', 'linear', 'dropbox', 'spotify']);
+    expect(await relay.invoke('credentials:connect', { name: 'nowhere', clientId: APP.id, hosts: [host] })).toMatchObject({
+      ok: false,
+      error: { code: 'bad_input', message: 'give the authorization server (its issuer URL) or a provider to connect "nowhere"' },
+    });
+  });
+
   it('refuses Connect for a credential that is not OAuth, or that uses the device grant', async () => {
     await call('credentials:set', { spec: { name: 'plain', hosts: ['api.example.com'], placement: { kind: 'header', header: 'X-Key', template: '{secret}' } }, secret: 's' });
     expect(await relay.invoke('credentials:connect', { name: 'plain' })).toMatchObject({ ok: false, error: { code: 'bad_input', message: 'credential "plain" is not an OAuth credential; only OAuth credentials connect' } });

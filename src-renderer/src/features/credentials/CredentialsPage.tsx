@@ -4,7 +4,7 @@ import type { CredentialPlacement, CredentialSpec } from '../../../../src-preloa
 import { asUiError, studio, type UiError } from '../../api/studio.ts';
 import { ConfirmDelete } from '../../components/ConfirmDelete.tsx';
 import { toast } from '../../store/app.ts';
-import { OAuthActions, OAuthState } from './OAuthControls.tsx';
+import { OAuthActions, OAuthConnectForm, OAuthState } from './OAuthControls.tsx';
 import './credentials.css';
 
 type Store = 'keychain' | 'env' | 'memory';
@@ -63,6 +63,7 @@ function specOf(form: Form): CredentialSpec | string {
 export function CredentialsPage() {
   const [credentials, setCredentials] = useState<CredentialView[]>();
   const [store, setStore] = useState<Store>();
+  const [presets, setPresets] = useState<string[]>([]);
   const [loadError, setLoadError] = useState<UiError>();
   const [actionError, setActionError] = useState<UiError>();
 
@@ -71,6 +72,7 @@ export function CredentialsPage() {
       const res = await studio.credentials.list({});
       setCredentials(res.credentials);
       setStore(res.store);
+      setPresets(res.oauthPresets);
       setLoadError(undefined);
     } catch (e) {
       setLoadError(asUiError(e));
@@ -321,6 +323,7 @@ export function CredentialsPage() {
           )}
         </div>
       </form>
+      {store !== undefined && store !== 'env' && <OAuthConnectForm presets={presets} onChanged={refresh} />}
     </div>
   );
 }

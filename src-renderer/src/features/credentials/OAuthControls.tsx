@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useState, type FormEvent } from 'react';
 import type { CredentialView } from '../../../../src-preload/contract.ts';
 import { asUiError, studio, type UiError } from '../../api/studio.ts';
 import { toast } from '../../store/app.ts';
@@ -104,5 +104,143 @@ export function OAuthActions({ c, onChanged }: { c: CredentialView; onChanged: (
         </p>
       )}
     </div>
+  );
+}
+
+interface AccountForm {
+  name: string;
+  /** A preset's name, or '' for a server given by its issuer URL. */
+  provider: string;
+  issuer: string;
+  clientId: string;
+  /** Write-only: sent once with the connect, kept in the keychain, never loaded back. */
+  clientSecret: string;
+  hosts: string;
+  scopes: string;
+  grant: 'code' | 'client_credentials';
+}
+
+const NO_ACCOUNT: AccountForm = { name: '', provider: '', issuer: '', clientId: '', clientSecret: '', hosts: '', scopes: '', grant: 'code' };
+
+/** Connects a new OAuth 2 account: a provider preset or an issuer URL, the client, and the grant. */
+export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; onChanged: () => Promise<void> }) {
+  const [form, setForm] = useState<AccountForm>(NO_ACCOUNT);
+  const [waiting, setWaiting] = useState(false);
+  const [error, setError] = useState<UiError>();
+  const edit = (patch: Partial<AccountForm>): void => setForm((f) => ({ ...f, ...patch }));
+  const list = (text: string): string[] => text.split(/[\s,]+/).filter(Boolean);
+
+  function problem(): string | undefined {
+    if (!form.name.trim()) return 'Give the credential a name.';
+    if (!form.provider && !form.issuer.trim()) return 'Pick a provider, or give the issuer URL of the authorization server.';
+    if (!form.clientId.trim()) return 'Give the client id registered with the authorization server.';
+    if (form.grant === 'client_credentials' && !form.clientSecret) return 'Client credentials need the client secret.';
+    if (!form.provider && list(form.hosts).length === 0) return 'List at least one host the tokens may be sent to.';
+    return undefined;
+  }
+
+  async function connect(e: FormEvent): Promise<void> {
+    e.preventDefault();
+    const wrong = problem();
+    if (wrong) {
+      setError({ code: 'bad_input', message: wrong });
+      return;
+    }
+    const name = form.name.trim();
+    setWaiting(true);
+    setError(undefined);
+    try {
+      const info = await studio.credentials.connect({
+        name,
+        clientId: form.clientId.trim(),
+        grant: form.grant,
+        ...(form.provider ? { preset: form.provider } : { issuer: form.issuer.trim() }),
+        ...(form.clientSecret ? { clientSecret: form.clientSecret } : {}),
+        ...(list(form.hosts).length > 0 ? { hosts: list(form.hosts) } : {}),
+        ...(list(form.scopes).length > 0 ? { scopes: list(form.scopes) } : {}),
+      });
+      toast(`Connected ${name}${info.account ? ` as ${info.account}` : ''}`);
+      setForm(NO_ACCOUNT);
+      await onChanged();
+    } catch (err) {
+      const why = asUiError(err);
+      if (why.code !== 'cancelled' && !why.message.includes('connect was cancelled')) setError(why);
+    } finally {
+      setWaiting(false);
+    }
+  }
+
+  return (
+    <form className="card cred-form" onSubmit={(e) => void connect(e)} noValidate aria-label="Connect an OAuth 2 account">
+      <h3>Connect an OAuth 2 account</h3>
+      <p className="muted">The engine keeps the tokens in the OS keychain and refreshes them; functions never see them.</p>
+      <div className="field">
+        <label htmlFor="oauth-name">Credential name</label>
+        <input id="oauth-name" value={form.name} onChange={(e) => edit({ name: e.target.value })} placeholder="google" autoComplete="off" spellCheck={false} />
+      </div>
+      <div className="field">
+        <label htmlFor="oauth-provider">Provider</label>
+        <select id="oauth-provider" value={form.provider} onChange={(e) => edit({ provider: e.target.value })}>
+          <option value="">Another server (issuer URL)</option>
+          {presets.map((p) => (
+            <option key={p} value={p}>
+              {p}
+            </option>
+          ))}
+        </select>
+      </div>
+      {!form.provider && (
+        <div className="field">
+          <label htmlFor="oauth-issuer">Issuer URL</label>
+          <input id="oauth-issuer" value={form.issuer} onChange={(e) => edit({ issuer: e.target.value })} placeholder="https://auth.example.com" spellCheck={false} />
+          <span className="hint">Found by OpenID or RFC 8414 discovery.</span>
+        </div>
+      )}
+      <div className="field">
+        <label htmlFor="oauth-grant">Grant</label>
+        <select id="oauth-grant" value={form.grant} onChange={(e) => edit({ grant: e.target.value as AccountForm['grant'] })}>
+          <option value="code">Sign in in the browser (authorization code)</option>
+          <option value="client_credentials">Client credentials (server to server)</option>
+        </select>
+      </div>
+      <div className="field">
+        <label htmlFor="oauth-client-id">Client id</label>
+        <input id="oauth-client-id" value={form.clientId} onChange={(e) => edit({ clientId: e.target.value })} autoComplete="off" spellCheck={false} />
+      </div>
+      <div className="field">
+        <label htmlFor="oauth-client-secret">Client secret</label>
+        <input id="oauth-client-secret" type="password" value={form.clientSecret} onChange={(e) => edit({ clientSecret: e.target.value })} autoComplete="new-password" spellCheck={false} />
+        <span className="hint">Needed for client credentials and by confidential clients; stored in the OS keychain, never shown again.</span>
+      </div>
+      <div className="field">
+        <label htmlFor="oauth-hosts">Hosts</label>
+        <textarea id="oauth-hosts" rows={2} value={form.hosts} onChange={(e) => edit({ hosts: e.target.value })} placeholder={form.provider ? "the provider's API hosts" : 'api.example.com'} spellCheck={false} />
+      </div>
+      <div className="field">
+        <label htmlFor="oauth-scopes">Scopes</label>
+        <input id="oauth-scopes" value={form.scopes} onChange={(e) => edit({ scopes: e.target.value })} placeholder={form.provider ? "the provider's default scopes" : 'read write'} spellCheck={false} />
+      </div>
+      {error && (
+        <p className="error-text" role="alert">
+          {error.message}
+        </p>
+      )}
+      <div className="row">
+        {waiting ? (
+          <>
+            <span className="muted" role="status">
+              {form.grant === 'client_credentials' ? 'Connecting…' : 'Waiting for the sign-in in your browser…'}
+            </span>
+            <button type="button" onClick={() => void studio.credentials.cancelConnect({ name: form.name.trim() })}>
+              Cancel
+            </button>
+          </>
+        ) : (
+          <button type="submit" className="primary">
+            Connect
+          </button>
+        )}
+      </div>
+    </form>
   );
 }
