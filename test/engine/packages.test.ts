@@ -1,5 +1,6 @@
 // npm packages beside a function, against a real npm and a registry stand-in on 127.0.0.1.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash, createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, StudioError, type Engine } from '../../src-main/engine/index.ts';
@@ -38,15 +39,40 @@ beforeAll(async () => {
     },
     { name: 'leans-on-stray', version: '1.0.0', files: { 'index.js': "module.exports = require('stray');" } },
     {
-      // As @notionhq/client's webhooks.js: Node's crypto only as a fallback, required inside a try.
-      name: 'hash-fallback',
+      // A Node built-in only as a fallback, required inside a try (as @notionhq/client's webhooks.js did crypto).
+      name: 'gzip-fallback',
       version: '1.0.0',
       files: {
         'index.js':
-          "module.exports = (node) => {\n  if (!node) return typeof globalThis.crypto.subtle.digest;\n  try {\n    return require('crypto').createHash('sha256');\n  } catch (error) {\n    return { fallback: 'failed', code: error.code, message: error.message };\n  }\n};",
+          "module.exports = (node) => {\n  if (!node) return typeof globalThis.CompressionStream;\n  try {\n    return require('zlib').gzipSync('x');\n  } catch (error) {\n    return { fallback: 'failed', code: error.code, message: error.message };\n  }\n};",
       },
     },
-    { name: 'hash-after-try', version: '1.0.0', files: { 'index.js': "try { globalThis.crypto.subtle; } catch {}\n// try { require('crypto') }\nmodule.exports = require('crypto');" } },
+    { name: 'gzip-after-try', version: '1.0.0', files: { 'index.js': "try { globalThis.CompressionStream; } catch {}\n// try { require('zlib') }\nmodule.exports = require('zlib');" } },
+    {
+      // As webhook helpers in vendor SDKs sign and check: Node's crypto and Buffer, by require() and by import.
+      name: 'signs-webhooks',
+      version: '1.0.0',
+      files: {
+        'index.js': `const crypto = require('crypto');
+const { Buffer } = require('buffer');
+const failure = (f) => { try { f(); } catch (error) { return { code: error.code, message: error.message }; } };
+module.exports = (secret, body, signature) => {
+  const mac = crypto.createHmac('sha256', secret).update(body).digest('hex');
+  return {
+    mac,
+    valid: crypto.timingSafeEqual(Buffer.from(mac, 'hex'), Buffer.from(signature, 'hex')),
+    hashes: ['md5', 'sha1', 'SHA256', 'sha512'].map((a) => crypto.createHash(a).update(body, 'utf8').digest('base64')),
+    hmacOfBytes: crypto.createHmac('sha1', Buffer.from(secret)).update(new TextEncoder().encode(body)).digest().toString('hex'),
+    random: [crypto.randomBytes(70000).length, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(crypto.randomUUID())],
+    unequalLengths: failure(() => crypto.timingSafeEqual(Buffer.alloc(1), Buffer.alloc(2))),
+    twice: failure(() => { const h = crypto.createHash('sha256'); h.digest(); h.digest(); }),
+    unknown: failure(() => crypto.createHash('whirlpool')),
+    notProvided: failure(() => crypto.createSign('RSA-SHA256')),
+  };
+};`,
+        'esm.mjs': "import crypto, { createHash } from 'node:crypto';\nimport { Buffer } from 'node:buffer';\nexport default (s) => [createHash('sha256').update(s).digest('hex'), crypto.createHmac('sha512', 'k').update(Buffer.from(s)).digest('base64url')];",
+      },
+    },
     ...['lazy-extra', 'eager-extra'].map((name) => ({
       name,
       version: '1.0.0',
@@ -139,16 +165,41 @@ describe('packages beside a function', () => {
   });
 
   it("accepts a package's require() of a Node built-in inside a try block, which fails clearly only when it runs", async () => {
-    await saveWith('hashes', "import hash from 'hash-fallback';\nexport default ({ node }) => hash(node);", { 'hash-fallback': '1.0.0' });
-    expect(await engine.run('hashes', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'function' });
-    expect(await engine.run('hashes', { node: true }, { caller: 'test' })).toMatchObject({
+    await saveWith('gzips', "import gzip from 'gzip-fallback';\nexport default ({ node }) => gzip(node);", { 'gzip-fallback': '1.0.0' });
+    expect(await engine.run('gzips', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'function' });
+    expect(await engine.run('gzips', { node: true }, { caller: 'test' })).toMatchObject({
       ok: true,
-      value: { fallback: 'failed', code: 'MODULE_NOT_FOUND', message: 'require("crypto"): the sandbox does not provide the Node built-in "crypto"' },
+      value: { fallback: 'failed', code: 'MODULE_NOT_FOUND', message: 'require("zlib"): the sandbox does not provide the Node built-in "zlib"' },
     });
     // A require outside the try (a try in a comment does not count) is still refused at save with its chain.
-    await expect(saveWith('hashes_eager', "import hash from 'hash-after-try';\nexport default () => hash;", { 'hash-after-try': '1.0.0' })).rejects.toThrow(
-      'hashes_eager: the package "hash-after-try" imports the Node built-in "crypto" (hashes_eager.ts → hash-after-try/index.js → crypto), which the sandbox does not provide; use a package made for browsers or workers, or remove it',
+    await expect(saveWith('gzips_eager', "import gzip from 'gzip-after-try';\nexport default () => gzip;", { 'gzip-after-try': '1.0.0' })).rejects.toThrow(
+      'gzips_eager: the package "gzip-after-try" imports the Node built-in "zlib" (gzips_eager.ts → gzip-after-try/index.js → zlib), which the sandbox does not provide; use a package made for browsers or workers, or remove it',
     );
+  });
+
+  it("gives packages Node's crypto (hashes, HMACs, randomness, timingSafeEqual) and Buffer, computing as Node does, and names what its crypto lacks", async () => {
+    await saveWith('webhook_check', "import check from 'signs-webhooks';\nimport esm from 'signs-webhooks/esm.mjs';\nexport default ({ body, signature }) => ({ ...check('whsec_test', body, signature), esm: esm(body) });", { 'signs-webhooks': '1.0.0' });
+    const body = '{"type":"Issue","action":"create","title":"héllo ✓"}';
+    const mac = createHmac('sha256', 'whsec_test').update(body).digest('hex');
+    const signed = await engine.run('webhook_check', { body, signature: mac }, { caller: 'test' });
+    expect(signed).toMatchObject({ ok: true });
+    expect((signed as { value: unknown }).value).toEqual({
+      mac,
+      valid: true,
+      hashes: ['md5', 'sha1', 'sha256', 'sha512'].map((a) => createHash(a).update(body, 'utf8').digest('base64')),
+      hmacOfBytes: createHmac('sha1', 'whsec_test').update(body).digest('hex'),
+      random: [70000, true],
+      unequalLengths: { code: 'ERR_CRYPTO_TIMING_SAFE_EQUAL_LENGTH', message: 'Input buffers must have the same byte length' },
+      twice: { code: 'ERR_CRYPTO_HASH_FINALIZED', message: 'Digest already called' },
+      unknown: { code: 'ERR_OSSL_EVP_UNSUPPORTED', message: 'Digest method not supported: "whirlpool" (the sandbox\'s crypto has md5, sha1, sha224, sha256, sha384, sha512)' },
+      notProvided: {
+        code: 'ERR_FEATURE_UNAVAILABLE_ON_PLATFORM',
+        message: "crypto.createSign: the sandbox's Node crypto provides only createHash, createHmac, randomBytes, randomUUID, getRandomValues and timingSafeEqual; use crypto.subtle (WebCrypto) for the rest",
+      },
+      esm: [createHash('sha256').update(body).digest('hex'), createHmac('sha512', 'k').update(body).digest('base64url')],
+    });
+    const forged = await engine.run('webhook_check', { body, signature: createHmac('sha256', 'another').update(body).digest('hex') }, { caller: 'test' });
+    expect(forged).toMatchObject({ ok: true, value: { valid: false } });
   });
 
   it("follows a package's browser field: a Node file swapped for its web twin, a built-in mapped to false", async () => {

@@ -168,6 +168,19 @@ export default async (args, ctx) => {
 };
 `,
   },
+  {
+    fn: 'linear_viewer',
+    pkg: '@linear/sdk',
+    version: '98.0.0',
+    handler: (key) => standIns.linear(key),
+    source: `import { LinearClient } from '@linear/sdk';
+export default async (args, ctx) => {
+  const linear = new LinearClient({ apiKey: ctx.secret('linear_viewer'), apiUrl: BASE + '/graphql' });
+  const me = await linear.viewer;
+  return { id: me.id, name: me.name, email: me.email, created: me.createdAt.toISOString() };
+};
+`,
+  },
 ];
 
 const registry = await machineRegistry();
@@ -331,11 +344,18 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     expect(JSON.parse(seen.body)).toMatchObject({ contents: [{ role: 'user', parts: [{ text: 'Why is the sky blue?' }] }] });
   });
 
-  it.concurrent('@notionhq/client: dataSources.query, with the Notion-Version header (its guarded require("crypto") does not stop the save)', async () => {
+  it.concurrent('@notionhq/client: dataSources.query, with the Notion-Version header (its webhooks.js requires Node\'s crypto, which the sandbox provides)', async () => {
     expect(await run('notion_query')).toEqual(['Write docs', 'Ship it']);
     const seen = lastSeen('notion_query');
     expect([seen.method, seen.url, seen.headers.authorization, seen.headers['notion-version']]).toEqual(['POST', '/v1/data_sources/ds_tasks/query', `Bearer ${installed.get('notion_query')!.key}`, '2025-09-03']);
     expect(JSON.parse(seen.body)).toEqual({ filter: { property: 'Done', checkbox: { equals: false } } });
+  });
+
+  it.concurrent('@linear/sdk: the viewer query over GraphQL (its webhooks module imports Node\'s crypto, which the sandbox provides)', async () => {
+    expect(await run('linear_viewer')).toEqual({ id: 'user-ada', name: 'Ada Lovelace', email: 'ada@example.com', created: '2025-01-01T00:00:00.000Z' });
+    const seen = lastSeen('linear_viewer');
+    expect([seen.method, seen.url, seen.headers.authorization, seen.headers['content-type']]).toEqual(['POST', '/graphql', installed.get('linear_viewer')!.key, 'application/json']);
+    expect(JSON.parse(seen.body)).toMatchObject({ query: expect.stringMatching(/^\s*query viewer \{\s*viewer \{/) });
   });
 
   it('openai and @anthropic-ai/sdk answer the same over MCP (stdio), streams included', async () => {

@@ -2,7 +2,7 @@ import type { Message, Metafile, Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { isAbsolute, sep } from 'node:path';
 import { StudioError, type Language } from '../model/index.ts';
-import { builtinOf, builtinResolution, optionalDependencyOf, packageName, refuseBuiltins, shortName, UNAVAILABLE_BUILTIN, unavailableBuiltinModule } from './packages/bundle.ts';
+import { builtinOf, builtinResolution, COMPAT_GLOBALS, isCompatModule, optionalDependencyOf, packageName, refuseBuiltins, shortName, UNAVAILABLE_BUILTIN, unavailableBuiltinModule } from './packages/bundle.ts';
 import type { FunctionPackages, InstalledPackages } from './packages/install.ts';
 
 export interface CompiledFunction {
@@ -52,6 +52,8 @@ export async function compileFunction(source: string, language: Language, name: 
       mainFields: ['browser', 'module', 'main'],
       // Packages written for bundlers read this, and the sandbox has no `process`.
       define: { 'process.env.NODE_ENV': '"production"' },
+      // A browser-like `process` for packages that use it without importing it.
+      ...(packages ? { inject: [COMPAT_GLOBALS] } : {}),
       target: 'es2023',
       metafile: true,
       logLevel: 'silent',
@@ -90,7 +92,7 @@ function functionImports(name: string, packages: InstalledPackages | undefined):
     name: 'function-imports',
     setup(build) {
       build.onResolve({ filter: /.*/ }, async (args) => {
-        if (args.pluginData === INNER) return undefined;
+        if (args.pluginData === INNER || isCompatModule(args.importer) || args.path === COMPAT_GLOBALS) return undefined;
         const fromPackage = args.importer.includes('node_modules');
         const bare = /^(?:@[^/]+\/)?[^./][^/]*/.exec(args.path)?.[0];
         if (!fromPackage && (bare === undefined || !packages || !(bare in packages.dependencies))) {

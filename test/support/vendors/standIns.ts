@@ -177,3 +177,14 @@ export function googleGenAi(key: string): VendorHandler {
       }),
   });
 }
+
+/** Linear's GraphQL API: the viewer query, with the API key as the whole Authorization header. */
+export function linear(key: string): VendorHandler {
+  return standIn((req) => req.headers.authorization === key, { errors: [{ message: 'Authentication required, not authenticated', extensions: { code: 'AUTHENTICATION_ERROR' } }] }, {
+    'POST /graphql': (req, res) => {
+      const { query } = JSON.parse(req.body) as { query: string };
+      if (!/^\s*query viewer\b/.test(query)) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ message: `unexpected query: ${query.slice(0, 60)}` }] }));
+      json(res, { data: { viewer: { __typename: 'User', id: 'user-ada', name: 'Ada Lovelace', displayName: 'ada', email: 'ada@example.com', active: true, admin: true, createdAt: '2025-01-01T00:00:00.000Z', updatedAt: '2025-06-01T00:00:00.000Z' } } });
+    },
+  });
+}

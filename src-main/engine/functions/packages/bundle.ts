@@ -1,15 +1,49 @@
 import type { ImportKind, Metafile, OnResolveResult } from 'esbuild';
-import { builtinModules } from 'node:module';
-import { readFileSync } from 'node:fs';
-import { basename, join, sep } from 'node:path';
+import { builtinModules, createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { StudioError } from '../../model/index.ts';
 
+const NODE_DIR = fileURLToPath(new URL('./node/', import.meta.url));
+
 /**
- * Node built-ins the sandbox provides in its own safe form, by specifier → the module that stands
- * in for it inside the bundle. Empty today: every built-in is refused at save. An entry added here
- * is bundled instead of refused (and must be documented in the README with why it is safe).
+ * Node built-ins the sandbox provides in its own safe form, by name → the module in ./node/ that
+ * stands in for it inside the bundle: plain JavaScript computing in the function's own context,
+ * with no host access of its own. Chosen by what vendor SDKs import (the README's table says which
+ * and why each is safe); every other built-in is refused at save.
  */
-export const COMPATIBLE_BUILTINS: Readonly<Record<string, string>> = {};
+export const COMPATIBLE_BUILTINS: Readonly<Record<string, string>> = Object.fromEntries(['buffer', 'crypto'].map((name) => [name, join(NODE_DIR, `${name}.cjs`)]));
+
+/** The module whose export esbuild puts in place of the free name `process` (its `inject`). */
+export const COMPAT_GLOBALS = join(NODE_DIR, 'process.mjs');
+
+/** The folders of the npm packages the stand-ins are made of, and the stand-ins' own. */
+const COMPAT_DIRS = ((): string[] => {
+  const dirs = new Set<string>([NODE_DIR]);
+  const visit = (name: string, from: string): void => {
+    // The folder above the package's entry whose package.json names it (not every package exports its package.json).
+    const named = (at: string): boolean => existsSync(join(at, 'package.json')) && (JSON.parse(readFileSync(join(at, 'package.json'), 'utf8')) as { name?: string }).name === name;
+    // `buffer/`: the package, where `buffer` alone would be Node's own module.
+    let dir = dirname(createRequire(from).resolve(builtinModules.includes(name) ? `${name}/` : name));
+    while (!named(dir) && dirname(dir) !== dir) dir = dirname(dir);
+    dir += sep;
+    if (dirs.has(dir)) return;
+    dirs.add(dir);
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+    for (const dependency of Object.keys(manifest.dependencies ?? {})) visit(dependency, join(dir, 'package.json'));
+  };
+  for (const name of ['buffer', '@noble/hashes']) visit(name, join(NODE_DIR, 'buffer.cjs'));
+  return [...dirs];
+})();
+
+/**
+ * Whether `file` is a stand-in for a built-in or part of a package it is made of: what it imports
+ * resolves from the engine's own packages, not from the function's.
+ */
+export function isCompatModule(file: string): boolean {
+  return COMPAT_DIRS.some((dir) => file.startsWith(dir));
+}
 
 const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 
