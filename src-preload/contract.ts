@@ -277,6 +277,8 @@ export const events = {
   'catalog:changed': event<Record<string, never>>(),
   /** Credentials or their grants changed, in this or another process. */
   'credentials:changed': event<Record<string, never>>(),
+  /** A device grant `credentials:connect` runs waits for the person to enter `userCode` at `verificationUri` (on any device). */
+  'credentials:deviceCode': event<{ name: string; verificationUri: string; verificationUriComplete?: string; userCode: string }>(),
   /** The HTTP MCP server started, stopped or failed. */
   'mcp:status': event<McpStatus>(),
   /** The engine process started, crashed and is being restarted, or cannot run (sent by main). */

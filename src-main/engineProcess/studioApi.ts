@@ -132,8 +132,6 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
       if (!status && engine.credentials.find(name)) throw new StudioError('bad_input', `credential "${name}" is not an OAuth credential; only OAuth credentials connect`);
       if (!status && issuer === undefined && preset === undefined) throw new StudioError('bad_input', `give the authorization server (its issuer URL) or a provider to connect "${name}"`);
       const grant = asked ?? status?.grant ?? 'code';
-      // The device grant shows a code to type on another device: a terminal's job.
-      if (grant === 'device') throw new StudioError('bad_input', `"${name}" uses the device grant: connect it in a terminal with: callable credentials connect ${name}`);
       const controller = new AbortController();
       connecting.set(name, controller);
       try {
@@ -143,6 +141,9 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
             clientSecret: clientSecret ?? (await engine.credentials.oauth.storedClientSecret(name, controller.signal)),
             signal: controller.signal,
             onAuthorizeUrl: (url, { authorizationEndpoint }) => host.openUrl?.({ url, authorizationEndpoint, credential: name }),
+            // The page shows the code to enter on another device while this call waits.
+            onDeviceCode: ({ verificationUri, verificationUriComplete, userCode }) =>
+              emit('credentials:deviceCode', { name, verificationUri, userCode, ...(verificationUriComplete ? { verificationUriComplete } : {}) }),
           },
         );
       } finally {

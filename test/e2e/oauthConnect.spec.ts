@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createEngine, KeychainSecretStore } from '../../src-main/engine/index.ts';
-import { APP, MACHINE, oauthProvider, type OAuthProvider } from '../support/oauthProvider.ts';
+import { APP, MACHINE, oauthProvider, signIn, type OAuthProvider } from '../support/oauthProvider.ts';
 import { studioSession } from './fixture.ts';
 
 // The Credentials page's Connect for an OAuth credential: the engine asks for the sign-in page, the
@@ -109,6 +109,27 @@ describe('connecting an OAuth account from the Credentials page', () => {
     expect(await form.getByLabel('Credential name').inputValue()).toBe('');
     expect(await page.content()).not.toContain(MACHINE.secret);
     await session.ui.screenshot('oauth-connect-form');
+    expect(session.studio.pageErrors).toEqual([]);
+  });
+
+  it('the device grant shows the code to enter on another device, and the row shows connected once it is approved there', async () => {
+    const { page } = session.ui;
+    const form = page.getByRole('form', { name: 'Connect an OAuth 2 account' });
+    await form.getByLabel('Credential name').fill('kiosk');
+    await form.getByLabel('Issuer URL').fill(op.issuer);
+    await form.getByLabel('Grant').selectOption('device');
+    await form.getByLabel('Client id').fill(APP.id);
+    await form.getByLabel('Hosts').fill(`127.0.0.1:${op.resource.port}`);
+    await form.getByLabel('Scopes').fill('openid read');
+    await form.getByRole('button', { name: 'Connect' }).click();
+    const shown = form.getByTestId('device-code');
+    await expect.poll(() => shown.textContent()).toMatch(new RegExp(`^On any device, open ${op.issuer}/device and enter the code [A-Z]{4}-[A-Z]{4} \\(${op.issuer}/device\\?user_code=`));
+    await session.ui.screenshot('oauth-device-code');
+    // Approved on "another device": the provider's own pages, from the complete URL the page shows.
+    const complete = /\((http\S+)\)/.exec((await shown.textContent())!)![1]!;
+    expect((await signIn(complete, 'dev')).status).toBe(200);
+    await page.getByTestId('oauth-state-kiosk').getByText('connected', { exact: true }).waitFor();
+    expect(await page.getByTestId('oauth-state-kiosk').textContent()).toContain('as dev');
     expect(session.studio.pageErrors).toEqual([]);
   });
 });

@@ -164,14 +164,26 @@ describe("the studio's Connect, through the engine process", () => {
     });
   });
 
-  it('refuses Connect for a credential that is not OAuth, or that uses the device grant', async () => {
+  it('the device grant: the window hears the code to enter on another device, and Connect answers once it is approved there', async () => {
+    local.credentials.defineOAuth({ name: 'tv', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, scopes: ['openid', 'read'], grant: 'device' });
+    const codes: Array<{ name: string; verificationUri: string; verificationUriComplete?: string; userCode: string }> = [];
+    const stop = relay.subscribe('credentials:deviceCode', (info) => {
+      codes.push(info);
+      void signIn(info.verificationUriComplete!, 'tia');
+    });
+    const pages = opened.length;
+    try {
+      expect(await call('credentials:connect', { name: 'tv', clientId: APP.id })).toMatchObject({ state: 'connected', account: 'tia', grant: 'device' });
+    } finally {
+      stop();
+    }
+    expect(codes).toEqual([{ name: 'tv', verificationUri: `${op.issuer}/device`, verificationUriComplete: expect.stringContaining('user_code='), userCode: expect.stringMatching(/^[A-Z]{4}-[A-Z]{4}$/) }]);
+    expect(opened.length).toBe(pages);
+  });
+
+  it('refuses Connect for a credential that is not OAuth', async () => {
     await call('credentials:set', { spec: { name: 'plain', hosts: ['api.example.com'], placement: { kind: 'header', header: 'X-Key', template: '{secret}' } }, secret: 's' });
     expect(await relay.invoke('credentials:connect', { name: 'plain' })).toMatchObject({ ok: false, error: { code: 'bad_input', message: 'credential "plain" is not an OAuth credential; only OAuth credentials connect' } });
-    local.credentials.defineOAuth({ name: 'tv', hosts: ['api.example.com'], issuer: op.issuer, scopes: [], grant: 'device' });
-    expect(await relay.invoke('credentials:connect', { name: 'tv', clientId: APP.id })).toMatchObject({
-      ok: false,
-      error: { code: 'bad_input', message: '"tv" uses the device grant: connect it in a terminal with: callable credentials connect tv' },
-    });
     expect(diagnostics.filter((d) => d.includes('sign-in page'))).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import type { CredentialView } from '../../../../src-preload/contract.ts';
 import { asUiError, studio, type UiError } from '../../api/studio.ts';
 import { toast } from '../../store/app.ts';
@@ -32,6 +32,39 @@ export function OAuthState({ c }: { c: CredentialView }) {
   );
 }
 
+type DeviceCode = { verificationUri: string; verificationUriComplete?: string | undefined; userCode: string };
+
+/** While `name` connects by the device grant: the code to enter, and where, once the server gave it. */
+function useDeviceCode(name: string, waiting: boolean): DeviceCode | undefined {
+  const [code, setCode] = useState<DeviceCode>();
+  useEffect(() => {
+    setCode(undefined);
+    if (!waiting) return;
+    return studio.on('credentials:deviceCode', (info) => {
+      if (info.name === name) setCode(info);
+    });
+  }, [name, waiting]);
+  return code;
+}
+
+/** What the person does while a connect waits: sign in in the browser, or enter the device code. */
+function WaitingFor({ grant, device }: { grant: string | undefined; device: DeviceCode | undefined }) {
+  if (grant === 'client_credentials') return <span className="muted" role="status">Connecting…</span>;
+  if (grant !== 'device') return <span className="muted" role="status">Waiting for the sign-in in your browser…</span>;
+  return (
+    <span role="status" data-testid="device-code">
+      {device ? (
+        <>
+          On any device, open <span className="mono">{device.verificationUri}</span> and enter the code <strong className="mono">{device.userCode}</strong>
+          {device.verificationUriComplete && <span className="mono cred-device-link"> ({device.verificationUriComplete})</span>}
+        </>
+      ) : (
+        'Asking the server for a device code…'
+      )}
+    </span>
+  );
+}
+
 /**
  * Connect (with the client id the first time), Reconnect and Disconnect. Connect waits for the
  * sign-in, which the engine opens in the system browser, and can be cancelled.
@@ -42,6 +75,7 @@ export function OAuthActions({ c, onChanged }: { c: CredentialView; onChanged: (
   const [error, setError] = useState<UiError>();
   const needsClient = !c.clientId;
   const connected = c.state === 'connected';
+  const device = useDeviceCode(c.name, waiting);
 
   async function connect(): Promise<void> {
     if (needsClient && !clientId.trim()) {
@@ -76,9 +110,7 @@ export function OAuthActions({ c, onChanged }: { c: CredentialView; onChanged: (
   if (waiting) {
     return (
       <div className="cred-oauth-actions">
-        <span className="muted" role="status">
-          {c.grant === 'client_credentials' ? 'Connecting…' : 'Waiting for the sign-in in your browser…'}
-        </span>
+        <WaitingFor grant={c.grant} device={device} />
         <button onClick={() => void studio.credentials.cancelConnect({ name: c.name })} aria-label={`Cancel connecting ${c.name}`}>
           Cancel
         </button>
@@ -117,7 +149,7 @@ interface AccountForm {
   clientSecret: string;
   hosts: string;
   scopes: string;
-  grant: 'code' | 'client_credentials';
+  grant: 'code' | 'device' | 'client_credentials';
 }
 
 const NO_ACCOUNT: AccountForm = { name: '', provider: '', issuer: '', clientId: '', clientSecret: '', hosts: '', scopes: '', grant: 'code' };
@@ -128,6 +160,7 @@ export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; on
   const [waiting, setWaiting] = useState(false);
   const [error, setError] = useState<UiError>();
   const edit = (patch: Partial<AccountForm>): void => setForm((f) => ({ ...f, ...patch }));
+  const device = useDeviceCode(form.name.trim(), waiting);
   const list = (text: string): string[] => text.split(/[\s,]+/).filter(Boolean);
 
   function problem(): string | undefined {
@@ -200,6 +233,7 @@ export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; on
         <label htmlFor="oauth-grant">Grant</label>
         <select id="oauth-grant" value={form.grant} onChange={(e) => edit({ grant: e.target.value as AccountForm['grant'] })}>
           <option value="code">Sign in in the browser (authorization code)</option>
+          <option value="device">Device code (enter a code on another device)</option>
           <option value="client_credentials">Client credentials (server to server)</option>
         </select>
       </div>
@@ -228,9 +262,7 @@ export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; on
       <div className="row">
         {waiting ? (
           <>
-            <span className="muted" role="status">
-              {form.grant === 'client_credentials' ? 'Connecting…' : 'Waiting for the sign-in in your browser…'}
-            </span>
+            <WaitingFor grant={form.grant} device={device} />
             <button type="button" onClick={() => void studio.credentials.cancelConnect({ name: form.name.trim() })}>
               Cancel
             </button>
