@@ -201,7 +201,8 @@ interface Installed {
  */
 const KEPT_PACKAGES = join(homedir(), '.cache', 'callable-studio-ci', 'vendor-sdk-packages');
 
-describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registry (${registry.url}; skipped when it cannot be reached from here)`, () => {
+// The calls run side by side (below), so each may wait on the others for CPU.
+describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registry (${registry.url}; skipped when it cannot be reached from here)`, { timeout: 120_000 }, () => {
   // One data folder for all of them.
   let data = '';
   const installed = new Map<string, Installed>();
