@@ -101,12 +101,12 @@ function sha256(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Hash of everything under guest/ (names and contents), esbuild's version and the build options. */
+/** Hash of everything under guest/ (names and contents), esbuild's version, the build options and the helpers replaced. */
 function sourceKey(): string {
   const hash = createHash('sha256');
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
   // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
-  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0`);
+  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0`);
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
     .map((d) => path.join(d.parentPath, d.name))
@@ -132,7 +132,46 @@ export function guestScript(result: BuildResult<{ metafile: true; write: false }
     const file = path.resolve(ROOT, input);
     if (input !== '<stdin>' && !file.startsWith(GUEST_DIR)) inputs[file] = sha256(fs.readFileSync(file));
   }
-  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${result.outputFiles[0]!.text}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${ownModuleObjects(result.outputFiles[0]!.text)}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+}
+
+/**
+ * esbuild's helpers for an ES module loaded with require(): `__export` fills its exports object with
+ * one getter per export when the bundle is evaluated (every module, used or not: about 0.15 ms of each
+ * fresh context), and `__toCommonJS` copies that object on each require(). Replaced so that the getters
+ * are made on the module's first require() and the object itself is given (never a copy): the copy
+ * would be made after function code has run, with `Function.prototype.call` and the array iterator,
+ * which the function may have replaced to get hold of the runtime's internals.
+ */
+const MODULE_HELPERS: Array<[RegExp, string]> = [
+  [
+    /^ {2}var __export = \(target, all\) => \{\n {4}for \(var name in all\)\n {6}__defProp\(target, name, \{ get: all\[name\], enumerable: true \}\);\n {2}\};$/m,
+    '  var __export = (target, all) => {\n    target.__exports = all;\n  };',
+  ],
+  [
+    /^ {2}var __toCommonJS = \(mod\) => __copyProps\(__defProp\(\{\}, "__esModule", \{ value: true \}\), mod\);$/m,
+    [
+      '  var __toCommonJS = (mod) => {',
+      '    var all = mod.__exports;',
+      '    if (all !== undefined) {',
+      '      mod.__exports = undefined;',
+      '      var names = __getOwnPropNames(all);',
+      '      for (var i = 0; i < names.length; i++) __defProp(mod, names[i], { __proto__: null, get: all[names[i]], enumerable: true });',
+      '    }',
+      '    return mod;',
+      '  };',
+    ].join('\n'),
+  ],
+];
+
+function ownModuleObjects(bundle: string): string {
+  if (!bundle.includes('__toCommonJS')) return bundle;
+  let out = bundle;
+  for (const [helper, replacement] of MODULE_HELPERS) {
+    if (!helper.test(out)) throw new Error(`guest bundle: esbuild's helper ${/var (\w+)/.exec(replacement)![1]} is not the one guestBundle.ts replaces (another esbuild version?)`);
+    out = out.replace(helper, replacement);
+  }
+  return out;
 }
 
 /** Whether `dir` is (or is now made) a folder of this user that no one else may read or write. */

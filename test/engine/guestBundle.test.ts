@@ -1,7 +1,7 @@
 import ivm from 'isolated-vm';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { build, type Plugin } from 'esbuild';
@@ -188,6 +188,37 @@ describe('the guest bundle', () => {
     const { prelude, globals } = evaluate(source);
     install(prelude);
     expect(globals('globalThis.__loads')).toBeUndefined();
+  });
+
+  it('evaluates none of the modules that build classes while installing the runtime: each runs once, on first use of one of its globals', async () => {
+    // Guest modules whose top level builds classes (or tables): each is loaded by its globals' factories.
+    const lazy = ['textCoders.js', 'url.js', 'headers.js', 'web/blob.js', 'web/formData.js', 'web/fileReader.js', 'web/fetch.js', 'web/subtle.js'];
+    const countGuestLoads: Plugin = {
+      name: 'count-guest-loads',
+      setup(b) {
+        b.onLoad({ filter: /[\\/]sandboxHost[\\/]guest[\\/].*\.js$/ }, (args) => {
+          const name = relative(GUEST_DIR, args.path).split(sep).join('/');
+          const source = readFileSync(args.path, 'utf8');
+          return { contents: lazy.includes(name) ? `${source}\n(globalThis.__loads ??= []).push(${JSON.stringify(name)});\n` : source, loader: 'js' };
+        });
+      },
+    };
+    const result = await build({ ...GUEST_BUILD_OPTIONS, plugins: [countGuestLoads] });
+    const { prelude, globals } = evaluate(guestScript(result));
+    install(prelude);
+    expect(globals('globalThis.__loads')).toBeUndefined();
+    const names = ['TextEncoder', 'TextDecoder', 'URL', 'URLSearchParams', 'Headers', 'Blob', 'File', 'FormData', 'FileReader', 'ProgressEvent', 'Request', 'Response', 'fetch', 'SubtleCrypto', 'CryptoKey'];
+    // Still the getters that make them: nothing was made.
+    expect(globals(`${JSON.stringify(names)}.filter((n) => typeof Object.getOwnPropertyDescriptor(globalThis, n).get !== 'function')`)).toEqual([]);
+
+    expect(globals('new Blob(["ab"]).size')).toBe(2);
+    expect(globals('globalThis.__loads')).toEqual(['web/blob.js']);
+    expect(globals('[typeof Object.getOwnPropertyDescriptor(globalThis, "Blob").value, typeof Object.getOwnPropertyDescriptor(globalThis, "File").get]')).toEqual(['function', 'function']);
+    // Response builds on Blob, Headers and URLSearchParams: each module still runs once.
+    expect(globals('typeof new Response("x").headers.get')).toBe('function');
+    expect(globals('typeof crypto.subtle.digest')).toBe('function');
+    expect(globals(`${JSON.stringify(names)}.every((n) => typeof globalThis[n] === 'function')`)).toBe(true);
+    expect((globals('globalThis.__loads') as string[]).sort()).toEqual([...lazy].sort());
   });
 
   it('is compiled from V8\'s code cache by every isolate once the host has made it', async () => {

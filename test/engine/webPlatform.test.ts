@@ -423,3 +423,48 @@ describe('a function cannot break these for the next call', () => {
     expect(second).toMatchObject({ ok: true, value: { read: 'ok', aborted: true, clone: { a: 1 }, now: 'number', compression: 'function', dispatched: true } });
   });
 });
+
+describe('made on first use', () => {
+  it('works as specified when the function replaced globals and prototypes before it first used the platform, and hands it none of the runtime’s internals', async () => {
+    // Nothing of the platform is touched before the sabotage: each class is made after it. Every
+    // replacement would change a result below if the runtime used it instead of what it captured first.
+    const got = await value(
+      'first_use_after_sabotage',
+      `const I16 = Int16Array, apply = Reflect.apply, ownNames = Object.getOwnPropertyNames;
+       const internals = ['blobBytes', 'isBlob', 'makeBlob', 'headerList', 'formParts', 'fetchFn', 'interfaces', 'classes', '__exports'];
+       const leaked = [];
+       Function.prototype.call = function (self, ...args) {
+         for (let i = -1; i < args.length; i++) {
+           const a = i < 0 ? self : args[i];
+           if (a !== null && (typeof a === 'object' || typeof a === 'function')) for (const n of ownNames(a)) if (internals.includes(n)) leaked.push(n);
+         }
+         return apply(this, self, args);
+       };
+       Date.now = () => 0;
+       Math.min = Math.max = () => 0;
+       Number.parseInt = () => 0;
+       Reflect.ownKeys = () => [];
+       Object.hasOwn = () => false;
+       Object.getPrototypeOf(Uint8Array.prototype).set = () => {};
+       globalThis.Int16Array = globalThis.DataView = undefined;
+
+       const file = new File(['ab', 'cd'], 'f.txt', { type: 'text/plain' });
+       const clone = new Response(new ReadableStream({ start(c) { c.enqueue(new I16([1, 2])); c.close(); } })).clone();
+       const chunk = (await clone.body.getReader().read()).value;
+       const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']);
+       const form = await new Response(new URLSearchParams('a=%41&b=2')).formData();
+       return {
+         lastModified: file.lastModified > 1e12, text: await file.text(), slice: await file.slice(1, 3).text(),
+         param: new URLSearchParams('a=%41').get('a'), header: new Headers({ a: '1' }).get('a'),
+         enumerable: Object.keys(Headers.prototype).includes('append') && Object.keys(URL.prototype).includes('href'),
+         chunk: [chunk instanceof I16, Array.from(chunk)], keyPair: [pair.privateKey.type, pair.publicKey.type],
+         form: [...form].map(([k, v]) => k + '=' + v), decoded: new TextDecoder().decode(new TextEncoder().encode('é')),
+         leaked,
+       };`,
+    );
+    expect(got).toEqual({
+      lastModified: true, text: 'abcd', slice: 'bc', param: 'A', header: '1', enumerable: true,
+      chunk: [true, [1, 2]], keyPair: ['private', 'public'], form: ['a=A', 'b=2'], decoded: 'é', leaked: [],
+    });
+  });
+});

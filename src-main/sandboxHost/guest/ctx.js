@@ -24,21 +24,32 @@ import {
 import { sync, start } from './host.js';
 import { log } from './console.js';
 import { utf8Encode, utf8Decode, toBytes } from './encoding.js';
-import { formText, paramsText } from './url.js';
-import { Headers, headerList } from './headers.js';
 import { content } from './content.js';
-import { isBlob, blobBytes, blobType, isFile, fileName } from './web/blob.js';
-import { isFormData, formParts } from './web/formData.js';
+
+// Headers, URLSearchParams, Blob, File and FormData are loaded on first use (index.js): a plain
+// call never loads them here either.
+/** @returns {typeof import('./headers.js')} */
+const headersModule = () => require('./headers.js');
+/** @returns {typeof import('./url.js')} */
+const url = () => require('./url.js');
+/** @returns {typeof import('./web/blob.js')} */
+const blobs = () => require('./web/blob.js');
+/** @returns {typeof import('./web/formData.js')} */
+const forms = () => require('./web/formData.js');
 
 /** @typedef {{ status: number, statusText: string, url: string, redirected: boolean, headers: [string, string][], body: Uint8Array }} RawResponse */
 
 /** @param {unknown} headers */
-const headerPairs = (headers) => (headers === undefined || headers === null ? [] : headerList(new Headers(headers)));
+const headerPairs = (headers) => {
+  if (headers === undefined || headers === null) return [];
+  const { Headers, headerList } = headersModule();
+  return headerList(new Headers(headers));
+};
 
 /** @param {RawResponse} raw */
 const makeResponse = (raw) => {
   const body = raw.body;
-  const headers = new Headers(raw.headers);
+  const headers = new (headersModule().Headers)(raw.headers);
   const text = () => PromiseResolve(utf8Decode(body));
   return ObjectFreeze({
     status: raw.status,
@@ -84,7 +95,7 @@ const formBody = (form) => {
     if (!isField(value)) throw new TypeErrorCtor(`ctx.fetch: form field "${label}" must be a string, number or boolean (or an array of them), not ${kindOf(value)}`);
     append(pairs, [name, str(value)]);
   });
-  return formText(pairs);
+  return url().formText(pairs);
 };
 /** @param {unknown} multipart */
 const multipartParts = (multipart) => {
@@ -95,8 +106,9 @@ const multipartParts = (multipart) => {
     if (isField(value)) part.text = str(value);
     else if (value !== null && typeof value === 'object' && !ArrayIsArray(value)) {
       const { data, filename, contentType } = value;
+      const blob = typeof data === 'string' || ArrayBufferIsView(data) || isArrayBuffer(data) || !blobs().isBlob(data) ? undefined : data;
       if (typeof data === 'string') part.data = utf8Encode(data);
-      else if (isBlob(data)) part.data = blobBytes(data);
+      else if (blob !== undefined) part.data = blobs().blobBytes(blob);
       else if (ArrayBufferIsView(data) || isArrayBuffer(data)) part.data = copyBytes(toBytes(data, 'ctx.fetch'));
       else throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" needs data: a string, Uint8Array or ArrayBuffer, not ${kindOf(data)}`);
       if (filename !== undefined) {
@@ -110,8 +122,11 @@ const multipartParts = (multipart) => {
         part.contentType = contentType;
       }
       // A File or Blob as data brings its name and type unless the part gives its own.
-      if (filename === undefined && isFile(data)) part.filename = fileName(data);
-      if (contentType === undefined && isBlob(data) && blobType(data) !== '') part.contentType = blobType(data);
+      if (blob !== undefined) {
+        const { isFile, fileName, blobType } = blobs();
+        if (filename === undefined && isFile(blob)) part.filename = fileName(blob);
+        if (contentType === undefined && blobType(blob) !== '') part.contentType = blobType(blob);
+      }
     } else {
       throw new TypeErrorCtor(`ctx.fetch: multipart part "${label}" must be a string, number, boolean or { data, filename?, contentType? }, not ${kindOf(value)}`);
     }
@@ -154,18 +169,19 @@ const fetchFn = (input, init) => {
       request.multipart = multipartParts(chosen.multipart);
     } else if (given[0] === 'body') {
       const b = chosen.body;
-      const params = paramsText(b);
       if (typeof b === 'string') body = utf8Encode(b);
-      else if (params !== undefined) {
-        body = utf8Encode(params);
+      else if (ArrayBufferIsView(b) || isArrayBuffer(b)) body = copyBytes(toBytes(b, 'ctx.fetch body'));
+      else if (url().paramsText(b) !== undefined) {
+        body = utf8Encode(/** @type {string} */ (url().paramsText(b)));
         if (!hasType()) append(headers, ['content-type', FORM_TYPE]);
-      } else if (isBlob(b)) {
+      } else if (blobs().isBlob(b)) {
+        const { blobBytes, blobType } = blobs();
         body = blobBytes(b);
         if (!hasType() && blobType(b) !== '') append(headers, ['content-type', blobType(b)]);
-      } else if (isFormData(b)) {
+      } else if (forms().isFormData(b)) {
         // Encoded by the host, as `multipart` is.
         if (hasType()) throw new TypeErrorCtor('ctx.fetch: a FormData body sets its own content-type (with the boundary); remove the content-type header');
-        request.multipart = formParts(b);
+        request.multipart = forms().formParts(b);
       } else body = copyBytes(toBytes(b, 'ctx.fetch body'));
     }
     request.headers = headers;

@@ -26,17 +26,13 @@ import {
   isArrayBuffer,
   bareList,
   copyBytes,
+  DataViewBuffer,
+  DataViewByteOffset,
+  DataViewByteLength,
 } from './intrinsics.js';
-import { defineGlobal } from './globals.js';
 import { sync } from './host.js';
 import { singleByteEncodings } from './legacyEncodings.js';
 
-const DataViewProto = DataView.prototype;
-/** @param {string} name */
-const dataViewGetter = (name) => /** @type {() => any} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(DataViewProto, name)).get);
-const DataViewBuffer = dataViewGetter('buffer');
-const DataViewByteOffset = dataViewGetter('byteOffset');
-const DataViewByteLength = dataViewGetter('byteLength');
 const SharedArrayBufferProto = typeof SharedArrayBuffer === 'function' ? SharedArrayBuffer.prototype : undefined;
 const SharedByteLength = SharedArrayBufferProto && /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(SharedArrayBufferProto, 'byteLength')).get;
 
@@ -56,7 +52,7 @@ const isSharedBuffer = (v) => {
  * for anything else. Brand checks go through the intrinsic getters, never the value's own members.
  * @param {unknown} input @returns {Uint8Array | undefined}
  */
-const viewOf = (input) => {
+export const bufferSourceView = (input) => {
   if (isBytes(input)) return input;
   if (isArrayBuffer(input) || isSharedBuffer(input)) return new Uint8ArrayCtor(/** @type {ArrayBuffer} */ (input));
   if (!ArrayBufferIsView(input)) return undefined;
@@ -70,7 +66,7 @@ const viewOf = (input) => {
 
 /** A copy of the bytes of an `[AllowShared] BufferSource`, or undefined for anything else. @param {unknown} input */
 export const bufferSourceCopy = (input) => {
-  const view = viewOf(input);
+  const view = bufferSourceView(input);
   return view === undefined ? undefined : new Uint8ArrayCtor(view);
 };
 
@@ -95,7 +91,7 @@ export const utf8Encode = (input) => {
 /** @typedef {string} Encoding The encoding's name, as TextDecoder.encoding gives it. */
 
 /** The Encoding standard's labels of UTF-8, UTF-16 and x-user-defined, and of "replacement" (never constructible). */
-const LABELS = /** @type {Record<string, Encoding>} */ (/** @type {unknown} */ ({
+const labels = () => /** @type {Record<string, Encoding>} */ (/** @type {unknown} */ ({
   __proto__: null,
   'unicode-1-1-utf-8': 'utf-8',
   unicode11utf8: 'utf-8',
@@ -120,6 +116,8 @@ const LABELS = /** @type {Record<string, Encoding>} */ (/** @type {unknown} */ (
   replacement: 'replacement',
   'x-user-defined': 'x-user-defined',
 }));
+/** @type {Record<string, Encoding> | undefined} made on first use, as the single-byte tables are */
+let LABELS;
 /** @type {ReturnType<typeof singleByteEncodings> | undefined} */
 let legacy;
 /** The single-byte encodings' labels and indexes, built on first use. */
@@ -136,7 +134,7 @@ export const encodingOf = (label, what) => {
   const text = str(label);
   const trimmed = call(StringReplace, text, LABEL_EDGES, '');
   const key = call(RegExpTest, ASCII, trimmed) ? call(StringToLowerCase, trimmed) : undefined;
-  const found = key === undefined ? undefined : (LABELS[key] ?? singleByte().labels[key]);
+  const found = key === undefined ? undefined : ((LABELS ??= labels())[key] ?? singleByte().labels[key]);
   if (found === undefined || found === 'replacement') {
     throw new RangeErrorCtor(
       `${what}: "${text}" is not an encoding this sandbox decodes; use utf-8, utf-16le, utf-16be or a single-byte encoding such as windows-1252 (the legacy multi-byte encodings shift_jis, euc-jp, iso-2022-jp, gbk, gb18030, big5 and euc-kr are not supported)`,
@@ -324,99 +322,3 @@ export const toBytes = (input, what) => {
   if (ArrayBufferIsView(input)) return copyBytes(input);
   throw new TypeErrorCtor(`${what}: expected a Uint8Array, ArrayBuffer or typed array`);
 };
-
-/**
- * A WebIDL dictionary argument: undefined and null are empty, anything else must be an object.
- * @param {unknown} value @param {string} what @returns {Record<string, unknown> | undefined}
- */
-const dictionary = (value, what) => {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' && typeof value !== 'function') throw new TypeErrorCtor(`${what}: the options must be an object`);
-  return /** @type {Record<string, unknown>} */ (value);
-};
-
-class TextEncoder {
-  get encoding() {
-    return 'utf-8';
-  }
-  encode(input = '') {
-    return utf8Encode(input);
-  }
-  /**
-   * Writes as much of `source` as fits whole into `destination`.
-   * @param {unknown} source @param {unknown} destination
-   */
-  encodeInto(source, destination) {
-    const s = str(source);
-    if (!isBytes(destination)) throw new TypeErrorCtor('TextEncoder.encodeInto: the destination must be a Uint8Array');
-    const room = call(TypedArrayByteLength, destination);
-    let read = 0;
-    let written = 0;
-    for (let i = 0; i < s.length; i++) {
-      let cp = call(StringCodePointAt, s, i);
-      if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd;
-      const size = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-      if (written + size > room) break;
-      if (size === 1) destination[written] = cp;
-      else if (size === 2) {
-        destination[written] = 0xc0 | (cp >> 6);
-        destination[written + 1] = 0x80 | (cp & 63);
-      } else if (size === 3) {
-        destination[written] = 0xe0 | (cp >> 12);
-        destination[written + 1] = 0x80 | ((cp >> 6) & 63);
-        destination[written + 2] = 0x80 | (cp & 63);
-      } else {
-        destination[written] = 0xf0 | (cp >> 18);
-        destination[written + 1] = 0x80 | ((cp >> 12) & 63);
-        destination[written + 2] = 0x80 | ((cp >> 6) & 63);
-        destination[written + 3] = 0x80 | (cp & 63);
-        i++;
-        read++;
-      }
-      written += size;
-      read++;
-    }
-    return { read, written };
-  }
-}
-
-class TextDecoder {
-  /** @type {Encoding} */
-  #encoding;
-  #fatal;
-  #ignoreBOM;
-  #streaming = false;
-  /** @type {((bytes: Uint8Array, end: boolean) => string) | undefined} */
-  #decoder;
-  /** @param {unknown} [label] @param {unknown} [options] */
-  constructor(label = 'utf-8', options = undefined) {
-    this.#encoding = encodingOf(label, 'TextDecoder');
-    const o = dictionary(options, 'TextDecoder');
-    this.#fatal = !!(o && o.fatal);
-    this.#ignoreBOM = !!(o && o.ignoreBOM);
-  }
-  get encoding() {
-    return this.#encoding;
-  }
-  get fatal() {
-    return this.#fatal;
-  }
-  get ignoreBOM() {
-    return this.#ignoreBOM;
-  }
-  /** @param {unknown} [input] @param {unknown} [options] */
-  decode(input = undefined, options = undefined) {
-    const bytes = input === undefined ? new Uint8ArrayCtor(0) : viewOf(input);
-    if (bytes === undefined) throw new TypeErrorCtor('TextDecoder.decode: expected an ArrayBuffer, a SharedArrayBuffer or an ArrayBufferView');
-    const o = dictionary(options, 'TextDecoder.decode');
-    // Without a pending stream, decoding starts from a fresh state (even after a fatal error).
-    if (!this.#streaming || this.#decoder === undefined) this.#decoder = streamDecoder(this.#encoding, this.#fatal, this.#ignoreBOM);
-    this.#streaming = !!(o && o.stream);
-    return this.#decoder(bytes, !this.#streaming);
-  }
-}
-
-export function install() {
-  defineGlobal('TextEncoder', TextEncoder);
-  defineGlobal('TextDecoder', TextDecoder);
-}

@@ -13,11 +13,11 @@ export const defineGlobal = (name, value) => ObjectDefineProperty(G, name, { val
  * that never uses it. `factory` runs once; its value then replaces the getter as a plain data
  * property, and assigning the global first just replaces it without running the factory.
  *
- * A factory loads a library with `require('pkg')` inside its body, never with a top-level import:
- * esbuild bundles a required package inside a lazy initializer (`__commonJS` / `__esm`), so the
- * library's top level runs only on that first require (test/engine/guestBundle.test.ts proves it).
- * That code then runs after function code, so it must not rely on globals a function can replace
- * for anything safety depends on.
+ * A factory loads a library or a guest module with `require('pkg')` inside its body, never with a
+ * top-level import: esbuild bundles what is required inside a lazy initializer (`__commonJS` /
+ * `__esm`), so its top level runs only on that first require (test/engine/guestBundle.test.ts proves
+ * it). That code then runs after function code, so it must not rely on globals a function can
+ * replace for anything safety depends on: a guest module takes every intrinsic from intrinsics.js.
  * @param {string} name @param {() => unknown} factory
  */
 export const defineLazyGlobal = (name, factory) => {

@@ -5,9 +5,11 @@
 // has no forbidden names (the "none" guard), as in workerd and undici.
 import {
   ReflectApply,
+  ReflectOwnKeys,
+  ReflectGetOwnPropertyDescriptor,
+  IteratorPrototype,
   ObjectCreate,
   ObjectDefineProperty,
-  ObjectGetPrototypeOf,
   ArraySort,
   StringToLowerCase,
   StringReplace,
@@ -23,11 +25,7 @@ import {
   append,
   setPair,
 } from './intrinsics.js';
-import { defineGlobal } from './globals.js';
 
-const ReflectOwnKeys = Reflect.ownKeys;
-const ReflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
-const IteratorPrototype = ObjectGetPrototypeOf(ObjectGetPrototypeOf(/** @type {any} */ ([])[SymbolIterator]()));
 
 /**
  * The iterators of a WebIDL pair iterable (`iterable<K, V>`): objects whose prototype has
@@ -143,7 +141,8 @@ export const pairsOrRecord = (init, convert, what) => {
  */
 export const webIdlInterface = (cls, name) => {
   ObjectDefineProperty(cls, 'name', { value: name, configurable: true });
-  for (const target of [cls, cls.prototype]) {
+  for (let t = 0; t < 2; t++) {
+    const target = t === 0 ? cls : cls.prototype;
     const keys = ReflectOwnKeys(target);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
@@ -302,7 +301,3 @@ export class Headers {
 }
 webIdlInterface(Headers, 'Headers');
 ObjectDefineProperty(Headers.prototype, SymbolIterator, { value: Headers.prototype.entries, writable: true, configurable: true });
-
-export function install() {
-  defineGlobal('Headers', Headers);
-}

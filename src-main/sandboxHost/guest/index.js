@@ -12,12 +12,17 @@ import { connect, settle } from './host.js';
 import { install as installConsole } from './console.js';
 import { install as installTimers } from './timers.js';
 import { install as installBase64 } from './base64.js';
-import { install as installEncoding } from './encoding.js';
 import { install as installRandom } from './random.js';
-import { install as installUrl } from './url.js';
-import { install as installHeaders } from './headers.js';
+import { defineLazyGlobal } from './globals.js';
 import { invoke } from './invoke.js';
 import { installWeb } from './web/index.js';
+
+// Classes are made on first use: their module is required by the global's factory, so esbuild
+// runs its top level then (a plain call that never uses them does not pay for them).
+/** @returns {typeof import('./textCoders.js')} */
+const textCoders = () => require('./textCoders.js');
+/** @returns {typeof import('./url.js')} */
+const url = () => require('./url.js');
 
 /**
  * @param {import('./host.js').HostSync} hostSync
@@ -29,10 +34,12 @@ export function callablePrelude(hostSync, hostStart) {
   installConsole();
   installTimers();
   installBase64();
-  installEncoding();
+  defineLazyGlobal('TextEncoder', () => textCoders().TextEncoder);
+  defineLazyGlobal('TextDecoder', () => textCoders().TextDecoder);
   installRandom();
-  installUrl();
-  installHeaders();
+  defineLazyGlobal('URLSearchParams', () => url().URLSearchParams);
+  defineLazyGlobal('URL', () => url().URL);
+  defineLazyGlobal('Headers', () => /** @type {typeof import('./headers.js')} */ (require('./headers.js')).Headers);
   installWeb();
   return [settle, invoke];
 }

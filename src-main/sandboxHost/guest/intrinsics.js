@@ -1,11 +1,16 @@
 // @ts-check
 // The intrinsics the guest runtime relies on, captured when the bundle is evaluated in a fresh
 // context: before any function code runs, so what a function later does to the globals and their
-// prototypes cannot change them. Guest modules use these, never the globals.
+// prototypes cannot change them. Guest modules use these, never the globals: a module loaded on
+// first use (web/index.js) runs its top level after function code, so it captures nothing itself.
 export const ReflectApply = Reflect.apply;
+export const ReflectOwnKeys = Reflect.ownKeys;
+export const ReflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
 export const ObjectCreate = Object.create;
 export const ObjectFreeze = Object.freeze;
 export const ObjectKeys = Object.keys;
+export const ObjectHasOwn = Object.hasOwn;
+export const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
 export const ObjectDefineProperty = Object.defineProperty;
 export const ObjectGetPrototypeOf = Object.getPrototypeOf;
 export const ObjectSetPrototypeOf = Object.setPrototypeOf;
@@ -19,7 +24,11 @@ export const ArraySort = Array.prototype.sort;
 export const JSONStringify = JSON.stringify;
 export const JSONParse = JSON.parse;
 export const MathFloor = Math.floor;
+export const MathMin = Math.min;
+export const MathMax = Math.max;
+export const DateNow = Date.now;
 export const NumberIsFinite = Number.isFinite;
+export const NumberParseInt = Number.parseInt;
 export const StringCtor = String;
 export const StringFromCharCode = String.fromCharCode;
 export const StringCharCodeAt = String.prototype.charCodeAt;
@@ -49,6 +58,12 @@ export const TypedArrayByteOffset = /** @type {() => number} */ (/** @type {Prop
 export const TypedArrayName = /** @type {() => string | undefined} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, Symbol.toStringTag)).get);
 export const ArrayBufferByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')).get);
 export const ArrayBufferSlice = ArrayBuffer.prototype.slice;
+export const TypedArraySet = TypedArrayProto.set;
+export const DataViewCtor = DataView;
+// The typed-array constructors by name (what a clone of a view is made with).
+export const TypedArrayCtors = /** @type {Record<string, new (buffer: ArrayBuffer, offset: number, length: number) => ArrayBufferView>} */ (
+  /** @type {unknown} */ ({ __proto__: null, Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, BigInt64Array, BigUint64Array, Float32Array, Float64Array })
+);
 export const MapCtor = Map;
 export const MapGet = Map.prototype.get;
 export const MapSet = Map.prototype.set;
@@ -61,6 +76,7 @@ export const WeakMapSet = WeakMap.prototype.set;
 export const WeakMapHas = WeakMap.prototype.has;
 export const SymbolIterator = Symbol.iterator;
 export const SymbolToStringTag = Symbol.toStringTag;
+export const IteratorPrototype = ObjectGetPrototypeOf(ObjectGetPrototypeOf(/** @type {any} */ ([])[SymbolIterator]()));
 export const encodeURIComponentFn = encodeURIComponent;
 export const decodeURIComponentFn = decodeURIComponent;
 

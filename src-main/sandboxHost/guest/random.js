@@ -3,6 +3,7 @@
 import {
   ObjectCreate,
   ObjectFreeze,
+  ObjectDefineProperty,
   TypeErrorCtor,
   Uint8ArrayCtor,
   ArrayBufferIsView,
@@ -14,7 +15,6 @@ import {
 } from './intrinsics.js';
 import { sync } from './host.js';
 import { defineGlobal } from './globals.js';
-import { defineSubtle } from './web/subtle.js';
 import { domException } from './web/domException.js';
 
 /** The integer arrays WebCrypto accepts; any other view (floats, DataView) is a TypeMismatchError. */
@@ -49,7 +49,12 @@ const randomUUID = () => {
 const cryptoObject = ObjectCreate(null);
 cryptoObject.getRandomValues = getRandomValues;
 cryptoObject.randomUUID = randomUUID;
-defineSubtle(cryptoObject);
+// An accessor, as on the platform's Crypto.prototype; WebCrypto's module is loaded on first use.
+ObjectDefineProperty(cryptoObject, 'subtle', {
+  get: () => /** @type {typeof import('./web/subtle.js')} */ (require('./web/subtle.js')).interfaces().subtle,
+  enumerable: true,
+  configurable: true,
+});
 
 export function install() {
   defineGlobal('crypto', ObjectFreeze(cryptoObject));

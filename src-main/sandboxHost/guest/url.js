@@ -20,6 +20,7 @@ import {
   WeakMapSet,
   SymbolIterator,
   encodeURIComponentFn,
+  NumberParseInt,
   call,
   str,
   bareList,
@@ -27,12 +28,10 @@ import {
   setPair,
 } from './intrinsics.js';
 import { sync } from './host.js';
-import { defineGlobal } from './globals.js';
 import { utf8Encode, utf8Decode } from './encoding.js';
 import { pairIterators, pairForEach, pairsOrRecord, webIdlInterface } from './headers.js';
 import { needArgs } from './web/domException.js';
 
-const NumberParseInt = Number.parseInt;
 
 /** @typedef {{ href: string, origin: string, protocol: string, username: string, password: string, host: string, hostname: string, port: string, pathname: string, search: string, hash: string }} UrlParts */
 
@@ -88,7 +87,7 @@ let paramsList;
 export let isURL;
 /** @type {(params: URLSearchParams, kind: 'key' | 'value' | 'key+value') => Iterator<unknown>} */
 let iterateParams;
-class URLSearchParams {
+export class URLSearchParams {
   /** @type {[string, string][]} */
   #list = [];
   /** @param {unknown} [init] */
@@ -223,7 +222,7 @@ const parse = (href, base, part, value) => {
     return null;
   }
 };
-class URL {
+export class URL {
   /** @type {UrlParts} */
   #parts;
   /** @type {URLSearchParams} */
@@ -297,8 +296,3 @@ class URL {
 webIdlInterface(URLSearchParams, 'URLSearchParams');
 ObjectDefineProperty(URLSearchParams.prototype, SymbolIterator, { value: URLSearchParams.prototype.entries, writable: true, configurable: true });
 webIdlInterface(URL, 'URL');
-
-export function install() {
-  defineGlobal('URLSearchParams', URLSearchParams);
-  defineGlobal('URL', URL);
-}

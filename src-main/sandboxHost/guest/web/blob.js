@@ -12,7 +12,7 @@ import {
   StringToWellFormed,
   TypeErrorCtor,
   Uint8ArrayCtor,
-  TypedArrayProto,
+  TypedArraySet,
   TypedArrayBuffer,
   TypedArrayByteOffset,
   TypedArrayByteLength,
@@ -21,6 +21,9 @@ import {
   SymbolToStringTag,
   NumberIsFinite,
   MathFloor,
+  MathMin,
+  MathMax,
+  DateNow,
   call,
   str,
   isArrayBuffer,
@@ -29,13 +32,8 @@ import {
   viewOf,
 } from '../intrinsics.js';
 import { utf8Encode, utf8Decode } from '../encoding.js';
-import { defineGlobal } from '../globals.js';
 import { streams } from './streams.js';
 
-const DateNow = Date.now;
-const MathMin = Math.min;
-const MathMax = Math.max;
-const TypedArraySet = TypedArrayProto.set;
 /** The size of the chunks a blob's stream() gives. */
 const STREAM_CHUNK = 65536;
 
@@ -337,8 +335,3 @@ ObjectDefineProperty(File.prototype, SymbolToStringTag, { value: 'File', configu
 
 /** UTF-8 decode as the Encoding standard's "UTF-8 decode" does: a leading BOM is dropped, bad sequences become U+FFFD. @param {Uint8Array} b */
 export const decodeText = (b) => utf8Decode(b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? viewBytes(b, 3, b.length) : b);
-
-export function install() {
-  defineGlobal('Blob', Blob);
-  defineGlobal('File', File);
-}

@@ -8,8 +8,8 @@ import { defineLazyGlobal } from '../globals.js';
 // V8's own: gives a DOMException the `stack` an Error has.
 const captureStackTrace = /** @type {(target: object, ctor?: Function) => void} */ (/** @type {any} */ (ErrorCtor).captureStackTrace);
 
-/** The legacy code of each name that has one (the WebIDL error names table), in code order. */
-const LEGACY = /** @type {Array<[constant: string, name: string]>} */ ([
+/** The legacy code of each name that has one (the WebIDL error names table), in code order; made on first use. */
+const legacyTable = () => /** @type {Array<[constant: string, name: string]>} */ ([
   ['INDEX_SIZE_ERR', 'IndexSizeError'],
   ['DOMSTRING_SIZE_ERR', ''],
   ['HIERARCHY_REQUEST_ERR', 'HierarchyRequestError'],
@@ -37,9 +37,13 @@ const LEGACY = /** @type {Array<[constant: string, name: string]>} */ ([
   ['DATA_CLONE_ERR', 'DataCloneError'],
 ]);
 
+/** @type {ReturnType<typeof legacyTable> | undefined} */
+let legacy;
+
 /** @param {string} name */
 const legacyCode = (name) => {
   if (name === '') return 0;
+  const LEGACY = (legacy ??= legacyTable());
   for (let i = 0; i < LEGACY.length; i++) if (/** @type {[string, string]} */ (LEGACY[i])[1] === name) return i + 1;
   return 0;
 };
@@ -81,6 +85,7 @@ const make = () => {
   for (const attribute of ['name', 'message', 'code']) ObjectDefineProperty(DOMException.prototype, attribute, { enumerable: true });
   ObjectDefineProperty(DOMException.prototype, SymbolToStringTag, { value: 'DOMException', configurable: true });
   ObjectDefineProperty(DOMException, 'name', { value: 'DOMException', configurable: true });
+  const LEGACY = (legacy ??= legacyTable());
   for (let i = 0; i < LEGACY.length; i++) {
     const descriptor = { value: i + 1, writable: false, enumerable: true, configurable: false };
     const constant = /** @type {[string, string]} */ (LEGACY[i])[0];

@@ -29,6 +29,8 @@ import {
   DataViewBuffer,
   DataViewByteOffset,
   DataViewByteLength,
+  DataViewCtor,
+  TypedArrayCtors,
   Uint8ArrayCtor,
   SymbolToStringTag,
   call,
@@ -41,9 +43,8 @@ import {
 } from '../intrinsics.js';
 import { sync, start } from '../host.js';
 import { utf8Encode } from '../encoding.js';
-import { paramsText } from '../url.js';
+import { paramsText, URLSearchParams } from '../url.js';
 import { Headers, headerList, freezeHeaders, headersFrozen } from '../headers.js';
-import { defineGlobal } from '../globals.js';
 import { streams } from './streams.js';
 import { isBlob, blobBytes, blobType, makeBlob, makeFile, bytesStream, concatBytes, copyRange, decodeText, viewBytes } from './blob.js';
 import { isFormData, formParts, makeFormData } from './formData.js';
@@ -52,7 +53,6 @@ import { subtle } from './subtle.js';
 import { bytesToBase64 } from '../base64.js';
 import { structuredCloneFn } from './misc.js';
 
-const G = globalThis;
 /** The largest request body sent (the host refuses more too): a stream body is read up to this. */
 const MAX_REQUEST_BYTES = 50 * 1024 * 1024;
 const NULL_BODY_STATUSES = [101, 103, 204, 205, 304];
@@ -212,10 +212,6 @@ const isByteStream = (stream) => {
   }
 };
 
-// This context's view constructors, captured before any function code runs.
-const VIEWS = /** @type {Record<string, new (buffer: ArrayBuffer, offset: number, length: number) => ArrayBufferView>} */ (ObjectCreate(null));
-const DataViewCtor = DataView;
-for (const View of [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, BigInt64Array, BigUint64Array, Float32Array, Float64Array]) VIEWS[View.name] = View;
 
 /** A structured clone of a stream chunk; a view keeps its kind, offset and length in a copy of its whole buffer (the library would keep only the viewed bytes). @param {unknown} chunk */
 const cloneChunk = (chunk) => {
@@ -224,7 +220,7 @@ const cloneChunk = (chunk) => {
   if (kind === undefined) {
     return new DataViewCtor(call(ArrayBufferSlice, call(DataViewBuffer, chunk)), call(DataViewByteOffset, chunk), call(DataViewByteLength, chunk));
   }
-  const View = VIEWS[kind];
+  const View = TypedArrayCtors[kind];
   if (View === undefined) return structuredCloneFn(chunk);
   const length = call(TypedArrayByteLength, chunk) / /** @type {any} */ (View).BYTES_PER_ELEMENT;
   return new View(call(ArrayBufferSlice, call(TypedArrayBuffer, chunk)), call(TypedArrayByteOffset, chunk), length);
@@ -286,15 +282,13 @@ const mimeOf = (headers) => {
   return type === null ? '' : type;
 };
 
-/** @type {any} captured when installed (after url.js installed it) */
-let URLSearchParamsCtor;
 
 /** The body read as FormData (multipart/form-data or application/x-www-form-urlencoded). @param {Uint8Array} bytes @param {string} type @param {string} who */
 const parseForm = (bytes, type, who) => {
   const essence = call(StringToLowerCase, call(StringReplace, type, /;.*$/s, '')).trim();
   if (essence === 'application/x-www-form-urlencoded') {
     const entries = /** @type {import('./formData.js').Entry[]} */ (/** @type {unknown} */ (bareList()));
-    for (const [name, value] of new URLSearchParamsCtor(decodeText(bytes))) append(entries, [name, value]);
+    for (const [name, value] of /** @type {Iterable<[string, string]>} */ (/** @type {unknown} */ (new URLSearchParams(decodeText(bytes))))) append(entries, [name, value]);
     return makeFormData(entries);
   }
   if (essence === 'multipart/form-data') {
@@ -411,9 +405,11 @@ const bodyMethods = (cls, bodyOf, headersOf) => {
   };
 };
 
+const BODY_METHODS = ['arrayBuffer', 'bytes', 'blob', 'text', 'json', 'formData'];
 /** @param {object} proto @param {object} methods */
 const mixIn = (proto, methods) => {
-  for (const key of ['arrayBuffer', 'bytes', 'blob', 'text', 'json', 'formData']) {
+  for (let i = 0; i < BODY_METHODS.length; i++) {
+    const key = /** @type {string} */ (BODY_METHODS[i]);
     ObjectDefineProperty(proto, key, { value: /** @type {any} */ (methods)[key], writable: true, enumerable: true, configurable: true });
   }
 };
@@ -700,9 +696,8 @@ export class Response {
 }
 mixIn(Response.prototype, bodyMethods('Response', (self) => responseState(self).body, (self) => responseState(self).headers));
 
-for (const [C, name] of /** @type {Array<[Function, string]>} */ ([[Request, 'Request'], [Response, 'Response']])) {
-  ObjectDefineProperty(C.prototype, SymbolToStringTag, { value: name, configurable: true });
-}
+ObjectDefineProperty(Request.prototype, SymbolToStringTag, { value: 'Request', configurable: true });
+ObjectDefineProperty(Response.prototype, SymbolToStringTag, { value: 'Response', configurable: true });
 
 // ---- fetch ----
 
@@ -796,7 +791,7 @@ const networkError = (error) => {
 };
 
 /** @param {unknown} input @param {any} [init] @returns {Promise<Response>} */
-const fetchFn = (input, init = undefined) => {
+export const fetchFn = (input, init = undefined) => {
   /** @type {RequestState} */
   let s;
   try {
@@ -928,10 +923,3 @@ const fetchFn = (input, init = undefined) => {
     );
   });
 };
-
-export function install() {
-  URLSearchParamsCtor = /** @type {any} */ (G).URLSearchParams;
-  defineGlobal('Request', Request);
-  defineGlobal('Response', Response);
-  defineGlobal('fetch', fetchFn);
-}

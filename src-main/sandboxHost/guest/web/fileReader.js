@@ -21,7 +21,6 @@ import {
   str,
 } from '../intrinsics.js';
 import { start } from '../host.js';
-import { defineLazyGlobal } from '../globals.js';
 import { encodingOf, streamDecoder } from '../encoding.js';
 import { bytesToBase64 } from '../base64.js';
 import { events, fireEvent, getEventHandler, setEventHandler } from './events.js';
@@ -251,9 +250,5 @@ const make = () => {
 };
 /** @type {ReturnType<typeof make> | undefined} */
 let made;
-const classes = () => (made ??= make());
-
-export function install() {
-  defineLazyGlobal('FileReader', () => classes().FileReader);
-  defineLazyGlobal('ProgressEvent', () => classes().ProgressEvent);
-}
+/** FileReader and ProgressEvent, made on first use. */
+export const classes = () => (made ??= make());

@@ -3,7 +3,6 @@
 // File (a Blob becomes a File named "blob"). Names and strings are USVStrings (lone surrogates
 // become U+FFFD). Other guest modules read a form's entries through formEntries(), never its methods.
 import { ObjectCreate, ObjectDefineProperty, ReflectApply, StringToWellFormed, TypeErrorCtor, SymbolIterator, SymbolToStringTag, call, str, bareList, append } from '../intrinsics.js';
-import { defineGlobal } from '../globals.js';
 import { isBlob, isFile, blobBytes, blobType, fileName, fileLastModified, makeFile } from './blob.js';
 
 /** @typedef {[name: string, value: string | import('./blob.js').File]} Entry */
@@ -153,7 +152,3 @@ export const formParts = (form) => {
   }
   return parts;
 };
-
-export function install() {
-  defineGlobal('FormData', FormData);
-}

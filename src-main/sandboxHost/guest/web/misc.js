@@ -23,7 +23,6 @@ import { newTimer, timerActive, clearTimer } from '../timers.js';
 import { defineGlobal, defineLazyGlobal } from '../globals.js';
 import { domException } from './domException.js';
 import { events, now, timeOrigin, reportException } from './events.js';
-import { isURL, paramsText } from '../url.js';
 
 const ArrayIncludes = Array.prototype.includes;
 const SetForEach = Set.prototype.forEach;
@@ -125,6 +124,7 @@ const dataCloneError = (message) => domException(message, 'DataCloneError');
 const refuseUnserializable = (value, seen) => {
   if (value === null || typeof value !== 'object' || call(WeakMapHas, seen, value)) return;
   call(WeakMapSet, seen, value, true);
+  const { isURL, paramsText } = /** @type {typeof import('../url.js')} */ (require('../url.js'));
   if (isURL(value) || paramsText(value) !== undefined) {
     throw dataCloneError(`structuredClone: a ${isURL(value) ? 'URL' : 'URLSearchParams'} could not be cloned.`);
   }

@@ -6,6 +6,8 @@
 // BufferSource to bytes) and the host checks them again; its errors come back as DOMExceptions.
 import {
   ObjectCreate,
+  ObjectHasOwn,
+  ObjectGetOwnPropertyNames,
   ObjectDefineProperty,
   ArrayBufferIsView,
   PromiseCtor,
@@ -30,7 +32,6 @@ import {
   viewOf,
 } from '../intrinsics.js';
 import { start } from '../host.js';
-import { defineLazyGlobal } from '../globals.js';
 import { domException, needArgs } from './domException.js';
 
 /**
@@ -38,9 +39,6 @@ import { domException, needArgs } from './domException.js';
  * @typedef {{ handle: number, type: string, extractable: boolean, algorithm: object, usages: string[] }} KeySlots
  */
 
-// Captured with the rest of the guest runtime, before any function code runs.
-const ObjectHasOwn = Object.hasOwn;
-const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
 /** @type {WeakMap<object, KeySlots>} */
 const keySlots = new WeakMapCtor();
 /** Lets the internal code (and only it) construct the interface objects. */
@@ -362,7 +360,8 @@ const make = () => {
 };
 /** @type {ReturnType<typeof make> | undefined} */
 let made;
-const interfaces = () => (made ??= make());
+/** SubtleCrypto, CryptoKey and this context's crypto.subtle, made on first use. */
+export const interfaces = () => (made ??= make());
 
 /** @param {unknown} value */
 const unsignedLong = (value) => {
@@ -377,11 +376,3 @@ const unsignedLong = (value) => {
  * whatever the function did to SubtleCrypto.prototype. @type {{ digest: (algorithm: unknown, data: unknown) => Promise<ArrayBuffer> }}
  */
 export const subtle = { digest: (algorithm, data) => call(interfaces().digest, interfaces().subtle, algorithm, data) };
-
-/** Gives `cryptoObject` (the global `crypto`) its `subtle`: an accessor, as on the platform's Crypto.prototype. @param {object} cryptoObject */
-export const defineSubtle = (cryptoObject) => ObjectDefineProperty(cryptoObject, 'subtle', { get: () => interfaces().subtle, enumerable: true, configurable: true });
-
-export function install() {
-  defineLazyGlobal('SubtleCrypto', () => interfaces().SubtleCrypto);
-  defineLazyGlobal('CryptoKey', () => interfaces().CryptoKey);
-}
