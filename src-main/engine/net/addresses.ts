@@ -15,6 +15,21 @@ export type AddressVerdict = { allowed: true; address: string; family: 4 | 6 } |
  * IPv4 address past a check that only looks at the IPv6 range.
  */
 export function classifyAddress(address: string, namedLiteral: boolean): AddressVerdict {
+  // A verdict depends only on its two arguments: the addresses a process talks to are few, and asked for on every request.
+  const key = `${namedLiteral ? '1' : '0'}${address}`;
+  let verdict = verdicts.get(key);
+  if (verdict === undefined) {
+    verdict = Object.freeze(classify(address, namedLiteral));
+    verdicts.set(key, verdict);
+    if (verdicts.size > VERDICTS_KEPT) verdicts.delete(verdicts.keys().next().value!);
+  }
+  return verdict;
+}
+
+const VERDICTS_KEPT = 512;
+const verdicts = new Map<string, Readonly<AddressVerdict>>();
+
+function classify(address: string, namedLiteral: boolean): AddressVerdict {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     parsed = ipaddr.parse(address);

@@ -111,6 +111,14 @@ const MANAGED_HEADERS = new Set([
 const MAX_REDIRECTS = 10;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
+/** A function's allowedHosts parsed, once per list (a loaded function keeps its list until the catalog changes). */
+const parsedLists = new WeakMap<readonly string[], HostPattern[]>();
+function allowList(hosts: readonly string[]): HostPattern[] {
+  let patterns = parsedLists.get(hosts);
+  if (!patterns) parsedLists.set(hosts, (patterns = hosts.map((h) => parseHostPattern(h)).filter((p): p is HostPattern => !isHostPatternError(p))));
+  return patterns;
+}
+
 /**
  * The one way out of the sandbox. Every hop is checked against the allow-list, resolved here,
  * classified, and the connection is pinned to the checked address; credentials are added here and
@@ -118,7 +126,7 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
  * `response_too_large`.
  */
 export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy): Promise<IncomingResponse> {
-  const patterns = policy.allowedHosts.map((h) => parseHostPattern(h)).filter((p): p is HostPattern => !isHostPatternError(p));
+  const patterns = allowList(policy.allowedHosts);
   const method = request.method.toUpperCase();
   if (!/^[A-Z]{1,20}$/.test(method)) throw refusedEarly(policy, request, `"${request.method}" is not an HTTP method`);
   const headers: Array<[string, string]> = [];
