@@ -307,7 +307,7 @@ const runs: Command = {
 
 const credentials: Command = {
   usage:
-    'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] [--grant FUNCTION…] | connect NAME (--preset NAME | --issuer URL --host HOST…) --client-id ID [--scope "a b"] [--grant code|device|client_credentials] [--client-secret-stdin] [--no-browser] [--authorize-url URL --token-url URL] | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
+    'credentials set NAME --host HOST… [--header NAME --template T | --query NAME] [--grant FUNCTION…] | connect NAME (--preset NAME | --issuer URL --host HOST…) --client-id ID [--scope "a b"] [--grant code|device|client_credentials] [--client-secret-stdin] [--no-browser] [--authorize-url URL --token-url URL] [--revocation-url URL] [--authorize-param KEY=VALUE…] | disconnect NAME | list [--json] | rm NAME | grant NAME FUNCTION | revoke NAME FUNCTION',
   createsDataDir: (args) => args[0] === 'set' || args[0] === 'connect',
   summary:
     'Manages credentials. "set" reads the secret from standard input (never from the command line) and stores it in the OS keychain (with CALLABLE_SECRETS=env it saves only the metadata: give no input, the secret comes from CALLABLE_SECRET_<NAME>); default placement: --header Authorization --template "Bearer {secret}".',
@@ -319,6 +319,7 @@ const credentials: Command = {
     ['--query NAME', 'send it as this query parameter instead of a header'],
     ['--grant FUNCTION', 'also grant it to FUNCTION (which must list it); repeat for several. Functions that list it and are not granted are named, with the command'],
     ...CONNECT_OPTIONS,
+    ['disconnect NAME', 'revokes an OAuth grant at the server where it can and forgets its tokens; the credential stays, to connect again'],
     ['list [--json]', 'names, hosts, placement, whether a secret is set and the functions granted it; for OAuth: state, expiry, scopes and account; never the secret'],
     ['rm NAME', 'deletes the credential, its secret and its grants (an OAuth grant is revoked at the server where it can be)'],
     ['grant NAME FUNCTION', 'lets FUNCTION use the credential (it must list it in its "credentials"); nothing is sent for a function until it is granted'],
@@ -345,10 +346,11 @@ const credentials: Command = {
               c.state === 'needs_reconnect'
                 ? `NEEDS RECONNECT: ${ctx.callable} credentials connect ${c.name}`
                 : c.state === 'not_connected'
-                  ? `NOT CONNECTED: ${ctx.callable} credentials connect ${c.name} --client-id <your client id>`
+                  ? `NOT CONNECTED: ${ctx.callable} credentials connect ${c.name}${c.clientId ? '' : ' --client-id <your client id>'}`
                   : `connected${c.account ? ` as ${c.account}` : ''}`;
             const granted = c.grantedTo.length > 0 ? `granted to ${c.grantedTo.join(', ')}` : 'granted to no function';
-            ctx.out(`${c.name}  ${c.hosts.join(', ')}  oauth ${c.issuer}  ${state}  scopes: ${c.scopes?.join(' ') || '-'}  expires ${c.expiresAt ?? 'never'}  ${granted}`);
+            const failed = c.lastRefreshError ? `  last refresh failed: ${c.lastRefreshError.message}` : '';
+            ctx.out(`${c.name}  ${c.hosts.join(', ')}  oauth ${c.issuer}  ${state}  scopes: ${c.scopes?.join(' ') || '-'}  expires ${c.expiresAt ?? 'never'}  ${granted}${failed}`);
             continue;
           }
           const where = c.placement.kind === 'header' ? `header ${c.placement.header}: ${c.placement.template}` : `query ?${c.placement.param}=`;
@@ -382,6 +384,13 @@ const credentials: Command = {
       return EXIT_OK;
     }
     if (sub === 'connect') return connectCommand(ctx, rest, readSecret);
+    if (sub === 'disconnect') {
+      const name = parse(rest, {}, 1).positionals[0]!;
+      const note = await ctx.engine().credentials.oauth.disconnect(name);
+      if (note) ctx.out(`credential ${name}: ${note}`);
+      ctx.out(`disconnected ${name}: its tokens are forgotten; connect it again: ${ctx.callable} credentials connect ${name}`);
+      return EXIT_OK;
+    }
     if (sub === 'set') {
       const { positionals, values } = parse(
         rest,

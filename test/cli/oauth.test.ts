@@ -291,8 +291,23 @@ describe('callable credentials list (text)', () => {
     const failed = await cli(['run', 'ada_calls', '--data-dir', data]);
     expect(failed.code).toBe(1);
     const after = await cli(['credentials', 'list', '--data-dir', data]);
-    expect(after.stdout).toMatch(new RegExp(`^ada  ${host}  oauth ${op.issuer}  NEEDS RECONNECT: callable credentials connect ada  scopes: openid read  expires \\S+  granted to ada_calls\n$`));
+    expect(after.stdout).toMatch(
+      new RegExp(`^ada  ${host}  oauth ${op.issuer}  NEEDS RECONNECT: callable credentials connect ada  scopes: openid read  expires \\S+  granted to ada_calls  last refresh failed: invalid_grant: grant request is invalid \\(from ${op.issuer}/token\\)\n$`),
+    );
     for (const token of [access!, refresh!]) expect(after.stdout).not.toContain(token);
+
+    // disconnect forgets the tokens and keeps the credential, its client and its grants: connect needs no --client-id then.
+    const disconnected = await cli(['credentials', 'disconnect', 'ada', '--data-dir', data]);
+    expect(disconnected).toMatchObject({ code: 0, stdout: 'credential ada: revoked at the server\ndisconnected ada: its tokens are forgotten; connect it again: callable credentials connect ada\n' });
+    expect(await keychain.get(`${installIdOf(data)}:credential:ada`)).toBeUndefined();
+    expect(await keychain.get(`${installIdOf(data)}:oauth-refresh:ada`)).toBeUndefined();
+    expect((await cli(['credentials', 'list', '--data-dir', data])).stdout).toBe(`ada  ${host}  oauth ${op.issuer}  NOT CONNECTED: callable credentials connect ada  scopes: openid read  expires never  granted to ada_calls\n`);
+    const plain = await cli(['credentials', 'set', 'plain', '--host', host, '--data-dir', data], { stdin: 'k' });
+    expect(plain.code).toBe(0);
+    expect(await cli(['credentials', 'disconnect', 'plain', '--data-dir', data])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no OAuth credential named "plain" (only OAuth credentials disconnect); "callable credentials list" shows them'),
+    });
   });
 });
 

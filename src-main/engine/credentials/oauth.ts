@@ -437,7 +437,7 @@ export class OAuthCredentials {
    */
   async disconnect(name: string): Promise<string | undefined> {
     const row = this.#row(name);
-    if (!row) throw new StudioError('not_found', `no OAuth credential named "${name}"; "callable credentials list" shows them`);
+    if (!row) throw new StudioError('not_found', `no OAuth credential named "${name}" (only OAuth credentials disconnect); "callable credentials list" shows them`);
     const note = await this.revoke(name);
     await this.#secrets.delete({ kind: 'oauth-refresh', name });
     await this.#secrets.delete({ kind: 'credential', name });
