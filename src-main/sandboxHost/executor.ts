@@ -5,7 +5,7 @@ import type { ContentItem, LogEntry } from '../engine/model/index.ts';
 import { resultTooLargeMessage, timeoutMessage } from '../engine/model/toolResults.ts';
 import type { CompiledModule as CompiledFunction, SandboxJob, SandboxOutcome } from '../engine/sandbox/protocol.ts';
 import { RunBridge, type RunControl } from './bridge.ts';
-import { guestSource } from './guestBundle.ts';
+import { defaultCacheDir, guestSource } from './guestBundle.ts';
 import { GuestCode } from './guestCode.ts';
 import { IsolatePool } from './pool.ts';
 import type { PreparedContext, WarmIsolate as IsolateSlot } from './warmIsolate.ts';
@@ -34,8 +34,8 @@ export class SandboxExecutor {
   readonly #active = new Map<string, Run>();
 
   constructor(options: { maxWarmIsolates?: number; onDiagnostic?: (message: string) => void } = {}) {
-    // Built or read from the cache, and its code cache made, when the host starts: a first call waits for neither.
-    const guest = new GuestCode(guestSource());
+    // Built or read from the cache, and its code cache read or made, when the host starts: a first call waits for neither.
+    const guest = new GuestCode(guestSource(), defaultCacheDir());
     void guest.prepare();
     this.#pool = new IsolatePool(guest, options);
   }

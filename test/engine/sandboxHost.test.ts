@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import ivm from 'isolated-vm';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +8,8 @@ import { createEngine, MemorySecretStore, type Engine, type EngineOptions } from
 import { effectiveLimits } from '../../src-main/engine/model/limits.ts';
 import type { SandboxJob } from '../../src-main/engine/sandbox/protocol.ts';
 import { Sandbox, startHostEarly } from '../../src-main/engine/sandbox/sandbox.ts';
+import { guestSource } from '../../src-main/sandboxHost/guestBundle.ts';
+import { GuestCode } from '../../src-main/sandboxHost/guestCode.ts';
 import { ECHO_INPUT_SCHEMA, ECHO_SOURCE } from '../bench/fixture.ts';
 import { productStdio, sandboxHostPids, startStdio } from '../bench/targets.ts';
 import { CALLABLE_COMMAND, REPO, startServe } from '../support/callable.ts';
@@ -234,6 +237,60 @@ describe('a host started before the sandbox (callable mcp and callable serve sta
         await server.stop();
       }
     });
+  });
+});
+
+describe("the guest script's V8 code cache", () => {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  function cacheFolder(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'callable-codecache-'));
+    dirs.push(dir);
+    return join(dir, 'guest');
+  }
+  /** Compiles the guest script in a new isolate; true when V8 took the code cache. */
+  function compiledFromCache(guest: GuestCode): boolean {
+    const isolate = new ivm.Isolate({ memoryLimit: 32 });
+    try {
+      return (guest.compileIn(isolate) as ivm.Script & { cachedDataRejected?: boolean }).cachedDataRejected === false;
+    } finally {
+      isolate.dispose();
+    }
+  }
+
+  it('is kept in the cache folder, and the next host reads it instead of parsing the script again', async () => {
+    const folder = cacheFolder();
+    const first = new GuestCode(guestSource(), folder);
+    await first.prepare();
+    const [file] = readdirSync(folder).filter((name) => name.endsWith('.v8cache'));
+    expect(file).toBeDefined();
+    expect(statSync(folder).mode & 0o077).toBe(0);
+    const written = statSync(join(folder, file!));
+    const next = new GuestCode(guestSource(), folder);
+    await next.prepare();
+    expect(next.cached).toBe(true);
+    expect(compiledFromCache(next)).toBe(true);
+    // Read, not made and written again.
+    expect(statSync(join(folder, file!)).ino).toBe(written.ino);
+  });
+
+  it('that is damaged is never given to V8: it is made again and replaced', async () => {
+    const folder = cacheFolder();
+    await new GuestCode(guestSource(), folder).prepare();
+    const [file] = readdirSync(folder).filter((name) => name.endsWith('.v8cache'));
+    const path = join(folder, file!);
+    const damaged = readFileSync(path);
+    damaged.writeUInt8(damaged.readUInt8(damaged.length - 100) ^ 0xff, damaged.length - 100);
+    writeFileSync(path, damaged);
+    const guest = new GuestCode(guestSource(), folder);
+    await guest.prepare();
+    expect(compiledFromCache(guest)).toBe(true);
+    expect(readFileSync(path).equals(damaged)).toBe(false);
+    const after = new GuestCode(guestSource(), folder);
+    await after.prepare();
+    expect(compiledFromCache(after)).toBe(true);
   });
 });
 
