@@ -13,6 +13,7 @@ beforeAll(async () => {
   registry = await fixtureRegistry([
     { name: 'pad-left', version: '1.0.0', files: { 'index.js': "module.exports = (s, n) => String(s).padStart(n, '.');" } },
     { name: 'pad-left', version: '1.1.0', files: { 'index.js': "module.exports = (s, n) => String(s).padStart(n, '_');" } },
+    { name: 'pad-right', version: '2.0.0', files: { 'index.js': "module.exports = (s, n) => String(s).padEnd(n, '-');" } },
     { name: 'tiny-fs', version: '0.1.0', files: { 'index.js': "module.exports = require('node:fs').readFileSync;" } },
   ]);
   // No retries: the refusals below would otherwise wait out npm's back-off.
@@ -68,6 +69,20 @@ describe('callable add, show and remove', () => {
     expect(removed.code, removed.stderr).toBe(0);
     expect(removed.stdout).toMatch(/^removed pad-left from padder \(revision \d+\); it imports no package now\n$/);
     expect((await cli(['show', 'padder', '--data-dir', data], { env })).stdout).not.toContain('--- packages');
+  });
+
+  it('adds and removes several packages in one command, installed together', async () => {
+    const data = await dataWithPadder();
+    const added = await cli(['add', 'padder', 'pad-left@1.0.0', 'pad-right', '--data-dir', data], { env });
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(/^added pad-left 1\.0\.0 \(1\.0\.0\) to padder\nadded pad-right 2\.0\.0 \(\^2\.0\.0\) to padder\npadder is at revision 2; 2 packages locked, bundle \d+\.\d kB\n$/);
+    await editSource(data, "import pad from 'pad-left';\nimport padEnd from 'pad-right';\nexport default ({ text }) => padEnd(pad(text, 4), 6);\n");
+    const run = await cli(['run', 'padder', '--args', '{"text":"ab"}', '--data-dir', data], { env });
+    expect(JSON.parse(run.stdout), run.stderr).toBe('..ab--');
+    await editSource(data, 'export default ({ text }) => text;\n');
+    const removed = await cli(['remove', 'padder', 'pad-left', 'pad-right', '--data-dir', data], { env });
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toMatch(/^removed pad-left, pad-right from padder \(revision \d+\); it imports no package now\n$/);
   });
 
   it('gives one line and exit 2 for a bad name, an unknown package, one it does not have, and a package needing a Node built-in', async () => {
