@@ -94,9 +94,14 @@ async function runGenerated(engine: Engine, name: string, args: unknown) {
   return engine.run(name, args, { caller: 'test' });
 }
 
+/** The engine the comparisons below share (each makes its own function and credential; a host start is slow). */
+let comparing: Engine | undefined;
+let compared = 0;
+
 /**
  * Sends a command with the real curl to a stand-in vendor, then makes the function from it, stores
  * and grants the secret the command carried, and runs it with the command's values: what each sent.
+ * Each stand-in has its own port, so a credential stored by an earlier comparison is never reused.
  */
 async function sentByBoth(command: string, secret: string) {
   expect(existsSync('/usr/bin/curl'), 'the real curl, to compare with').toBe(true);
@@ -107,11 +112,11 @@ async function sentByBoth(command: string, secret: string) {
   const local = towardsVendor(command, vendor.port);
   await promisify(execFile)('bash', ['-c', `${local.trim().replace(/^curl /, '/usr/bin/curl ')} -o /dev/null -s`]);
   const byCurl = vendor.seen.shift()!;
-  const engine = testEngine();
-  const { record, scaffold } = await engine.createFromRequest('same_request', { kind: 'curl', command: local });
+  const engine = (comparing ??= testEngine());
+  const { record, scaffold } = await engine.createFromRequest(`same_request_${++compared}`, { kind: 'curl', command: local });
   await engine.credentials.set({ name: scaffold.credential!.name, hosts: scaffold.credential!.hosts, placement: scaffold.credential!.placement }, secret);
   engine.credentials.grant(scaffold.credential!.name, record.name);
-  const result = await runGenerated(engine, 'same_request', scaffold.exampleArgs);
+  const result = await runGenerated(engine, record.name, scaffold.exampleArgs);
   expect(result, JSON.stringify(result)).toMatchObject({ ok: true, value: { ok: true } });
   return { byCurl, byFunction: vendor.seen.shift()!, scaffold, record };
 }
@@ -122,11 +127,13 @@ describe('new functions from curl commands of vendor docs', () => {
     expect(Object.keys(EXPECTED).sort()).toEqual(CURL_FIXTURES);
   });
 
+  // One engine for these: each fixture saves its own function, and none stores a credential.
+  const engine = testEngine();
   for (const file of CURL_FIXTURES) {
     it(`${file}: saves through the engine with the host allowed, the secret as a credential reference and the values as arguments`, async () => {
-      const engine = testEngine();
       const expected = EXPECTED[file]!;
-      const { record, scaffold } = await engine.createFromRequest('from_curl', { kind: 'curl', command: curlFixture(file) });
+      const name = `from_${file.replace(/\.curl$/, '')}`;
+      const { record, scaffold } = await engine.createFromRequest(name, { kind: 'curl', command: curlFixture(file) });
       expect(record.allowedHosts).toEqual([expected.host]);
       expect(record.credentials).toEqual([expected.credential]);
       expect(scaffold.credential?.placement).toEqual(expected.placement);
@@ -141,12 +148,12 @@ describe('new functions from curl commands of vendor docs', () => {
         return { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']] as Array<[string, string]>, url: request.url, redirected: false, body: new TextEncoder().encode('{"ok":true}') };
       };
       for (const args of [scaffold.exampleArgs, {}]) {
-        const result = await engine.run('from_curl', args, { caller: 'test', fetch: answer });
+        const result = await engine.run(name, args, { caller: 'test', fetch: answer });
         expect(result, JSON.stringify(result)).toMatchObject({ ok: true, value: { ok: true } });
       }
       expect(requests[0]).toBe(requests[1]);
       expect(requests[0]).toMatch(new RegExp(`^${expected.method} https://${expected.host.replace(/\./g, '\\.')}/`));
-      const wrong = await engine.run('from_curl', { surprise: 1 }, { caller: 'test', fetch: answer });
+      const wrong = await engine.run(name, { surprise: 1 }, { caller: 'test', fetch: answer });
       expect(wrong).toMatchObject({ ok: false, error: { code: 'bad_input' } });
       const secret = secretOf(file);
       expect(record.source).not.toContain(secret);
