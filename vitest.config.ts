@@ -43,7 +43,9 @@ const real = {
  * processes, sockets, timers, SQLite locks), so three share 2 cores; their timing bounds hold with
  * a connection flood running beside them (ALONE_FILES do not). Each e2e file drives a Chromium:
  * two at a time.
- * Vitest runs tiers with different counts one after another (sequence.groupOrder), unit first.
+ * Vitest runs groups with different counts one after another (sequence.groupOrder). Unit files share
+ * the e2e group (both two at a time) and, started after the e2e files, fill its tail instead of
+ * running on their own before everything else.
  */
 const MAX_WORKERS = { unit: 2, integration: 3, alone: 1, e2e: 2 };
 
@@ -53,7 +55,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT_FILES, pool: 'threads', maxWorkers: MAX_WORKERS.unit, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'unit', include: UNIT_FILES, pool: 'threads', maxWorkers: MAX_WORKERS.unit, sequence: { groupOrder: 3 } } },
       {
         extends: true,
         test: {
