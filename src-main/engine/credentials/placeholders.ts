@@ -17,6 +17,8 @@ const reversed = (s: string): string => [...s].reverse().join('');
 const formsOf = (text: string): string[] => [...new Set([...secretForms(text), reversed(text), text.toLowerCase(), text.toUpperCase()])];
 /** Every form of a placeholder holds a form of the prefix: a text without one holds no placeholder. */
 const PREFIX_FORMS = formsOf(PLACEHOLDER_PREFIX).map((f) => Buffer.from(f));
+/** The same forms as text: all ASCII, so a string holds one exactly when its UTF-8 bytes do. */
+const PREFIX_TEXTS = PREFIX_FORMS.map((f) => f.toString('latin1'));
 
 /** Letters and digits only, so any SDK takes it as a key and no URL or header encoding changes it. */
 export function mintPlaceholder(): string {
@@ -75,6 +77,8 @@ export class RunPlaceholders {
 
   /** A placeholder in any known form in `text` (this run's first), or undefined. */
   find(text: string | Uint8Array): Found | undefined {
+    // Most texts hold no form of the prefix: a string is looked at as it is, without encoding it first.
+    if (typeof text === 'string' && (this.#minted.size === 0 ? !text.includes(PLACEHOLDER_PREFIX) : !PREFIX_TEXTS.some((f) => text.includes(f)))) return undefined;
     const bytes = typeof text === 'string' ? Buffer.from(text) : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
     // With none of its own, a run looks only for other runs' placeholders as-is: one scan of a large body, not one per form.
     if (this.#minted.size === 0 ? !bytes.includes(PLACEHOLDER_PREFIX) : !PREFIX_FORMS.some((f) => bytes.includes(f))) return undefined;
@@ -105,7 +109,7 @@ export class RunPlaceholders {
 
   /** `text` with every placeholder (this run's in any form, and any other as-is) replaced by its label. */
   mask(text: string): string {
-    if (!PREFIX_FORMS.some((f) => text.includes(f.toString('latin1')))) return text;
+    if (!PREFIX_TEXTS.some((f) => text.includes(f))) return text;
     let out = text;
     for (const m of this.#minted.values()) for (const f of m.forms) out = out.split(f.toString('latin1')).join(maskLabel(m.name));
     return out.replace(ANY_PLACEHOLDER, maskLabel('another run'));
