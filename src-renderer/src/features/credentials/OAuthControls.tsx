@@ -32,6 +32,12 @@ export function OAuthState({ c }: { c: CredentialView }) {
   );
 }
 
+/** What a connect that failed says, or nothing when the person cancelled it (the context bridge may drop the code: the message still says it). */
+function unlessCancelled(error: unknown): UiError | undefined {
+  const why = asUiError(error);
+  return why.code === 'cancelled' || why.message.includes('connect was cancelled') ? undefined : why;
+}
+
 type DeviceCode = { verificationUri: string; verificationUriComplete?: string | undefined; userCode: string };
 
 /** While `name` connects by the device grant: the code to enter, and where, once the server gave it. */
@@ -88,9 +94,8 @@ export function OAuthActions({ c, onChanged }: { c: CredentialView; onChanged: (
       const info = await studio.credentials.connect(needsClient ? { name: c.name, clientId: clientId.trim() } : { name: c.name });
       toast(`Connected ${c.name}${info.account ? ` as ${info.account}` : ''}`);
       await onChanged();
-    } catch (e) {
-      const why = asUiError(e);
-      if (why.code !== 'cancelled' && !why.message.includes('connect was cancelled')) setError(why);
+    } catch (err) {
+      setError(unlessCancelled(err));
     } finally {
       setWaiting(false);
     }
@@ -196,8 +201,7 @@ export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; on
       setForm(NO_ACCOUNT);
       await onChanged();
     } catch (err) {
-      const why = asUiError(err);
-      if (why.code !== 'cancelled' && !why.message.includes('connect was cancelled')) setError(why);
+      setError(unlessCancelled(err));
     } finally {
       setWaiting(false);
     }
