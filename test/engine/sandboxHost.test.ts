@@ -184,6 +184,26 @@ describe('a host started before the sandbox (callable mcp and callable serve sta
     }
   });
 
+  it('takes the calls of functions whose own host is still starting', async () => {
+    const engine = freshEngine();
+    const names = ['a', 'b', 'c', 'd'];
+    for (const name of names) await engine.saveFunction({ spec: { name } as never, source: 'export default async () => { await new Promise((r) => setTimeout(r, 300)); return "done"; }' });
+    const job = (name: string): SandboxJob => ({ functionName: name, compiled: engine.functions.load(name).compiled, limits: effectiveLimits({}), argsJson: '{}', runId: `spread-${name}-${Math.random()}`, fetch: () => Promise.reject(new Error('no fetch here')) });
+    const pid = startHostEarly();
+    const sandbox = new Sandbox({ hosts: 2 });
+    try {
+      // "b" belongs to the early host's slot; once it has answered, that host is up and the other is not started yet.
+      expect(await sandbox.run(job('b'))).toMatchObject({ ok: true, value: 'done' });
+      // "a" and "c" belong to the other slot, whose host only starts now.
+      const calls = names.map((name) => sandbox.run(job(name)));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(sandbox.hosts.find((h) => h.pid === pid)?.inflight).toBe(names.length);
+      for (const outcome of await Promise.all(calls)) expect(outcome).toMatchObject({ ok: true, value: 'done' });
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
   it('is ended, not used, by a sandbox whose hosts have another memory cap', async () => {
     const job = await echoJob('capped');
     const pid = startHostEarly();

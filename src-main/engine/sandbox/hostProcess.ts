@@ -54,6 +54,7 @@ export class HostProcess {
   readonly #silenceWatch: NodeJS.Timeout;
   #ending: Ending | undefined;
   #exited = false;
+  #started = false;
   #lastBeat = performance.now();
   /** The latest heartbeat: resident size and the cap the host holds itself to. */
   rssBytes = 0;
@@ -115,13 +116,12 @@ export class HostProcess {
       readyReject(new Error(`the sandbox host exited while starting (${signal ?? `exit code ${code}`})`));
       this.#onExit(code, signal);
     });
-    let started = false;
     this.ready.then(() => {
-      started = true;
+      this.#started = true;
       this.#lastBeat = performance.now();
     }, () => {});
     this.#silenceWatch = setInterval(() => {
-      if (started && performance.now() - this.#lastBeat > (this.#options.silenceMs ?? SILENCE_MS)) this.#end({ kind: 'silent' });
+      if (this.#started && performance.now() - this.#lastBeat > (this.#options.silenceMs ?? SILENCE_MS)) this.#end({ kind: 'silent' });
     }, HEARTBEAT_MS * 2);
     this.#silenceWatch.unref();
     // A host never keeps the engine's process alive by itself: a run in flight does (its deadline timer).
@@ -136,6 +136,11 @@ export class HostProcess {
 
   get alive(): boolean {
     return !this.#exited && this.#ending === undefined;
+  }
+
+  /** Alive and ready for runs (its start is over). */
+  get started(): boolean {
+    return this.#started && this.alive;
   }
 
   get inflight(): number {

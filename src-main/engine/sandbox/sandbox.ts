@@ -76,7 +76,9 @@ export class Sandbox {
   }
 
   async run(job: SandboxJob): Promise<SandboxOutcome> {
-    const host = this.#host(this.#slotOf(job.functionName));
+    let host = this.#host(this.#slotOf(job.functionName));
+    // While the function's own host is starting, a host already up takes the call (its isolate is made there).
+    if (!host.started) host = this.#slots.find((other): other is HostProcess => other?.started === true) ?? host;
     try {
       await host.ready;
     } catch (error) {
