@@ -9,10 +9,12 @@ import { studioSession } from './fixture.ts';
 // oidc-provider's login and consent pages; the studio then shows the credential connected.
 describe('connecting an OAuth account from the Credentials page', () => {
   const opened: string[] = [];
+  /** Whether the person signs in on the page the browser opens (or walks away from it). */
+  let signsIn = true;
   const session = studioSession({
     openExternal: (url) => {
       opened.push(url);
-      void signInInBrowser(url);
+      if (signsIn) void signInInBrowser(url);
     },
   });
   let op: OAuthProvider;
@@ -79,6 +81,17 @@ describe('connecting an OAuth account from the Credentials page', () => {
     await row.getByRole('button', { name: 'Connect workspace' }).waitFor();
     // The client id is kept: no field for it now.
     expect(await page.getByLabel('Client id for workspace').count()).toBe(0);
+
+    // Nobody signs in this time: Cancel stops waiting, says nothing went wrong, and leaves it as it was.
+    signsIn = false;
+    await row.getByRole('button', { name: 'Connect workspace' }).click();
+    await row.getByRole('status').filter({ hasText: 'Waiting for the sign-in in your browser…' }).waitFor();
+    await expect.poll(() => opened.length).toBe(2);
+    await row.getByRole('button', { name: 'Cancel connecting workspace' }).click();
+    await row.getByRole('button', { name: 'Connect workspace' }).waitFor();
+    expect(await row.getByRole('alert').count()).toBe(0);
+    expect(await state.textContent()).toContain('not connected');
+    signsIn = true;
     expect(session.studio.pageErrors).toEqual([]);
   });
 
