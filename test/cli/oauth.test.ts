@@ -84,6 +84,11 @@ describe('callable credentials connect', () => {
     expect(both.stdout).toContain(`wrote 1 function(s) (uses_machine) to ${out} for workerd`);
     expect(both.stdout).toContain('CALLABLE_SECRET_MACHINE=<secret>');
     expect(readFileSync(join(out, 'README.md'), 'utf8')).toContain('CALLABLE_SECRET_MACHINE=<the OAuth client secret of credential machine>');
+    const cf = join(tempDir(), 'cf');
+    const cloudflare = await cli(['deploy', '--target', 'cloudflare', '--out', cf, '--data-dir', data]);
+    expect(cloudflare, cloudflare.stderr).toMatchObject({ code: 0 });
+    expect(cloudflare.stdout).toContain('wrangler secret put SECRET_MACHINE --name callable-egress');
+    expect(readFileSync(join(cf, 'DEPLOY.md'), 'utf8')).toContain('For SECRET_MACHINE (OAuth client credentials) give the client secret: the egress Worker asks for the access tokens.');
   });
 
   it('--grant code opens $BROWSER on the sign-in URL (also printed on its own stderr line) and exits 0 once the loopback redirect brings the code', async () => {
