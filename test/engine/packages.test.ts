@@ -149,6 +149,41 @@ describe('packages beside a function', () => {
     expect(lockOf('greeter').packages['node_modules/greet']!.version).toBe('1.2.0');
   });
 
+  it('saves a function asking for exact versions that another function installed, without npm asking the registry', async () => {
+    await saveWith('pinned_one', "import greet from 'greet';\nexport default () => greet('one');", { greet: '1.0.0' });
+    // The same packages folder, and a registry that refuses every connection (prefer-online: npm would ask it).
+    const dataDir = tempDir();
+    symlinkSync(packagesDir(), join(dataDir, 'packages'), 'dir');
+    const offline = createEngine({ dataDir, secrets: new MemorySecretStore(), env: { ...process.env, npm_config_registry: 'http://127.0.0.1:9/', npm_config_fetch_retries: '0', npm_config_prefer_online: 'true' } });
+    try {
+      await offline.saveFunction({ spec: { name: 'pinned_two' }, source: "import greet from 'greet';\nexport default () => greet('two');", packages: { dependencies: { greet: '1.0.0' } } });
+      expect(await offline.run('pinned_two', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'hello, two' });
+      expect(offline.functions.load('pinned_two').compiled.packages!.lock).toBe(engine.functions.load('pinned_one').compiled.packages!.lock);
+      // A range is resolved anew: with the registry unreachable, that is one line naming the package.
+      await expect(offline.saveFunction({ spec: { name: 'ranged' }, source: "import greet from 'greet';\nexport default () => greet('r');", packages: { dependencies: { greet: '^1.0.0' } } })).rejects.toThrow(/"greet" .*cannot be reached/);
+    } finally {
+      await offline.close();
+    }
+  });
+
+  it('resolves a folder imported without a lock once: checking it and saving it take the same lock', async () => {
+    // prefer-online (a user's npm setting) has npm ask the registry on every resolution.
+    const online = createEngine({ dataDir: tempDir(), secrets: new MemorySecretStore(), env: { ...process.env, npm_config_registry: registry.url, npm_config_fetch_retries: '0', npm_config_prefer_online: 'true' } });
+    try {
+      const folder = join(tempDir(), 'online_greeter');
+      mkdirSync(folder);
+      writeFileSync(join(folder, 'function.json'), JSON.stringify({ name: 'online_greeter', description: 'greets', inputSchema: { type: 'object' } }));
+      writeFileSync(join(folder, 'index.js'), "import greet from 'greet';\nexport default () => greet('once');");
+      writeFileSync(join(folder, 'package.json'), JSON.stringify({ dependencies: { greet: '~1.2.0' } }));
+      const before = registry.requests.length;
+      await online.importFunctions(folder);
+      expect(registry.requests.slice(before).filter((r) => r === '/greet')).toEqual(['/greet']);
+      expect(await online.run('online_greeter', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 'hello there, once' });
+    } finally {
+      await online.close();
+    }
+  });
+
   it('never runs a package\'s lifecycle scripts', async () => {
     await saveWith('scripted', "import n from 'has-scripts';\nexport default () => n;", { 'has-scripts': '1.0.0' });
     expect(await engine.run('scripted', {}, { caller: 'test' })).toMatchObject({ ok: true, value: 42 });

@@ -21,8 +21,13 @@ export interface InstalledPackages extends FunctionPackages {
   count: number;
 }
 
+/** How long a resolution stands for the same dependencies: one save's steps, not the next save's. */
+const RESOLVED_FOR_MS = 60_000;
+
 // npm's rules for a name on the registry (validate-npm-package-name), lower case, 214 at most.
 const NAME = /^(?:@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/;
+/** One exact version (what `npm install --save-exact` writes), not a range. */
+const EXACT = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 // A version, range or dist-tag on the registry; git, file, URL and alias specs (a colon or slash) are not.
 const RANGE = /^[A-Za-z0-9.\-+^~<>=|* ]{1,100}$/;
 
@@ -54,6 +59,8 @@ export function parseDependencySpec(spec: string): { name: string; range: string
 export class PackageStore {
   readonly #dir: string;
   readonly #env: NodeJS.ProcessEnv;
+  /** Locks npm resolved lately, by what was asked for (see #recent). */
+  readonly #resolved = new Map<string, { at: number; lock: string }>();
 
   constructor(dir: string, env: NodeJS.ProcessEnv) {
     this.#dir = dir;
@@ -68,12 +75,17 @@ export class PackageStore {
    */
   async install(who: string, dependencies: Record<string, string>, lock?: string): Promise<InstalledPackages> {
     for (const [name, range] of Object.entries(dependencies)) checkDependency(name, range);
+    this.#sweep();
     const locked = lock !== undefined && sameDependencies(lockedDependencies(lock, who), dependencies);
     if (locked) {
       const ready = this.#ready(lock);
       if (ready) return ready;
     }
-    this.#sweep();
+    const asked = JSON.stringify([Object.entries(dependencies).sort(([a], [b]) => (a < b ? -1 : 1)), lock ?? null]);
+    if (!locked) {
+      const taken = this.#recent(asked) ?? (lock === undefined ? this.#installedFor(dependencies) : undefined);
+      if (taken) return taken;
+    }
     const work = join(this.#dir, `tmp-${randomBytes(6).toString('hex')}`);
     mkdirSync(work, { recursive: true });
     try {
@@ -91,6 +103,7 @@ export class PackageStore {
         // already installed the lock it gives, that install is used and nothing is unpacked again.
         await npm(['install', '--package-lock-only']);
         written = pinTags(readFileSync(join(work, 'package-lock.json'), 'utf8'), dependencies);
+        this.#resolved.set(asked, { at: Date.now(), lock: written.lock });
         const ready = this.#ready(written.lock);
         if (ready) return ready;
         writeFileSync(join(work, 'package-lock.json'), written.lock);
@@ -110,6 +123,45 @@ export class PackageStore {
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * The install of what npm resolved for the same request moments ago. Saving checks a function
+   * and then writes it, and `callable import` checks every folder before saving any: each step
+   * would otherwise have npm resolve the same dependencies again (a second or more each), and a
+   * newer version published in between would make the check and the save disagree.
+   */
+  #recent(asked: string): InstalledPackages | undefined {
+    const now = Date.now();
+    for (const [key, entry] of this.#resolved) if (now - entry.at > RESOLVED_FOR_MS) this.#resolved.delete(key);
+    const entry = this.#resolved.get(asked);
+    return entry ? this.#ready(entry.lock) : undefined;
+  }
+
+  /**
+   * When every package is asked for at an exact version, the newest install made for exactly these
+   * dependencies: its lock is what npm resolved for them then, as a package-lock.json beside the
+   * function would keep (npm keeps a lock's pins that still satisfy), so a second function with the
+   * same pins is saved without npm, offline too. A range or a tag is resolved anew.
+   */
+  #installedFor(dependencies: Record<string, string>): InstalledPackages | undefined {
+    const names = Object.keys(dependencies);
+    if (names.length === 0 || !names.every((n) => EXACT.test(dependencies[n]!))) return undefined;
+    const installs = join(this.#dir, 'installs');
+    if (!existsSync(installs)) return undefined;
+    let best: { lock: string; at: number } | undefined;
+    for (const name of readdirSync(installs)) {
+      try {
+        const at = statSync(join(installs, name, '.complete')).mtimeMs;
+        if (best && at <= best.at) continue;
+        const lock = readFileSync(join(installs, name, 'package-lock.json'), 'utf8');
+        // Only a lock that names its own folder: what #ready serves is what was hashed.
+        if (this.#rootOf(lock) === join(installs, name) && sameDependencies(lockedDependencies(lock, name), dependencies)) best = { lock, at };
+      } catch {
+        // Not a finished install (or not readable): npm resolves instead.
+      }
+    }
+    return best && this.#ready(best.lock);
   }
 
   /** Work folders an install left when its process was killed (an hour is far past any install). */
