@@ -211,6 +211,10 @@ describe('the guest bundle', () => {
     // Still the getters that make them: nothing was made.
     expect(globals(`${JSON.stringify(names)}.filter((n) => typeof Object.getOwnPropertyDescriptor(globalThis, n).get !== 'function')`)).toEqual([]);
 
+    // structuredClone looks for URLs only once URLs can exist.
+    expect(globals('structuredClone({ a: [1] }).a[0]')).toBe(1);
+    expect(globals('globalThis.__loads')).toBeUndefined();
+
     expect(globals('new Blob(["ab"]).size')).toBe(2);
     expect(globals('globalThis.__loads')).toEqual(['web/blob.js']);
     expect(globals('[typeof Object.getOwnPropertyDescriptor(globalThis, "Blob").value, typeof Object.getOwnPropertyDescriptor(globalThis, "File").get]')).toEqual(['function', 'function']);

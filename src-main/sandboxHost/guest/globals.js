@@ -1,9 +1,16 @@
 // @ts-check
 // Globals the guest runtime installs: non-enumerable, writable and configurable, like the
 // platform's own, so a function may replace them.
-import { ObjectDefineProperty } from './intrinsics.js';
+import { ObjectCreate, ObjectDefineProperty } from './intrinsics.js';
 
 const G = globalThis;
+
+/**
+ * Which modules loaded on first use have loaded (each sets its own name here): before then no
+ * object of theirs exists, so a brand check need not load them.
+ * @type {Record<string, true | undefined>}
+ */
+export const loaded = ObjectCreate(null);
 
 /** @param {string} name @param {unknown} value */
 export const defineGlobal = (name, value) => ObjectDefineProperty(G, name, { value, writable: true, configurable: true, enumerable: false });

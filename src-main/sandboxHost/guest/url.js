@@ -28,6 +28,7 @@ import {
   setPair,
 } from './intrinsics.js';
 import { sync } from './host.js';
+import { loaded } from './globals.js';
 import { utf8Encode, utf8Decode } from './encoding.js';
 import { pairIterators, pairForEach, pairsOrRecord, webIdlInterface } from './headers.js';
 import { needArgs } from './web/domException.js';
@@ -296,3 +297,4 @@ export class URL {
 webIdlInterface(URLSearchParams, 'URLSearchParams');
 ObjectDefineProperty(URLSearchParams.prototype, SymbolIterator, { value: URLSearchParams.prototype.entries, writable: true, configurable: true });
 webIdlInterface(URL, 'URL');
+loaded.url = true;

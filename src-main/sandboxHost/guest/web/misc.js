@@ -20,7 +20,7 @@ import {
 } from '../intrinsics.js';
 import { start } from '../host.js';
 import { newTimer, timerActive, clearTimer } from '../timers.js';
-import { defineGlobal, defineLazyGlobal } from '../globals.js';
+import { defineGlobal, defineLazyGlobal, loaded } from '../globals.js';
 import { domException } from './domException.js';
 import { events, now, timeOrigin, reportException } from './events.js';
 
@@ -124,9 +124,11 @@ const dataCloneError = (message) => domException(message, 'DataCloneError');
 const refuseUnserializable = (value, seen) => {
   if (value === null || typeof value !== 'object' || call(WeakMapHas, seen, value)) return;
   call(WeakMapSet, seen, value, true);
-  const { isURL, paramsText } = /** @type {typeof import('../url.js')} */ (require('../url.js'));
-  if (isURL(value) || paramsText(value) !== undefined) {
-    throw dataCloneError(`structuredClone: a ${isURL(value) ? 'URL' : 'URLSearchParams'} could not be cloned.`);
+  if (loaded.url) {
+    const { isURL, paramsText } = /** @type {typeof import('../url.js')} */ (require('../url.js'));
+    if (isURL(value) || paramsText(value) !== undefined) {
+      throw dataCloneError(`structuredClone: a ${isURL(value) ? 'URL' : 'URLSearchParams'} could not be cloned.`);
+    }
   }
   const tag = call(StringSlice, call(ObjectPrototypeToString, value), 8, -1);
   /** @param {unknown} entry */
