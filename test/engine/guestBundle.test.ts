@@ -154,6 +154,13 @@ describe('the guest bundle', () => {
     expect(await engine.run('globals', {}, { caller: 'test' })).toMatchObject({ ok: true, value: { keys: [], hidden: [] } });
   });
 
+  it('makes none of the globals built on first use on a plain call\'s path: its handler finds them all still unmade', async () => {
+    const names = ['TextEncoder', 'TextDecoder', 'URL', 'URLSearchParams', 'Headers', 'Blob', 'File', 'FormData', 'FileReader', 'Request', 'Response', 'fetch', 'ReadableStream', 'DOMException', 'AbortController', 'performance', 'SubtleCrypto'];
+    await defineFunction(engine, { name: 'unmade' }, `export default () => ${JSON.stringify(names)}.filter((n) => typeof Object.getOwnPropertyDescriptor(globalThis, n)?.get !== 'function')`);
+    // Twice: the second call runs in a context prepared ahead of it.
+    for (let i = 0; i < 2; i++) expect(await engine.run('unmade', {}, { caller: 'test' })).toMatchObject({ ok: true, value: [] });
+  });
+
   it('runs a package a guest module requires inside a lazy global only on first use', async () => {
     // The pattern of globals.js's defineLazyGlobal, with the packages the web platform bundles.
     const { source, npmFiles: files } = await countingBuild({
