@@ -2,7 +2,7 @@
 // against stand-in vendors on 127.0.0.1: each gets its key from ctx.secret, the vendor receives the
 // real key from the keychain, and the function and its run's record never hold it.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../support/cli.ts';
@@ -10,14 +10,11 @@ import { connect, type CallResult } from '../support/mcpClients.ts';
 import { vendorServer, type SeenRequest, type VendorHandler } from '../support/vendor.ts';
 import { machineRegistry } from '../support/registry.ts';
 import * as standIns from '../support/vendors/standIns.ts';
+import { KEPT_PACKAGES, pinnedSdk, sdkDependencies, type PinnedSdk } from '../support/vendors/sdkPins.ts';
 
-interface Sdk {
+/** One of the README's SDKs at its pinned version (the latest when the table was written). */
+interface Sdk extends PinnedSdk {
   fn: string;
-  pkg: string;
-  /** Pinned: the latest version when this file was written. */
-  version: string;
-  /** Other packages it needs beside it. */
-  with?: Record<string, string>;
   handler: (key: string, port: number) => VendorHandler;
   /** The function's source; BASE is the stand-in's URL. */
   source: string;
@@ -26,8 +23,7 @@ interface Sdk {
 const SDKS: Sdk[] = [
   {
     fn: 'openai_chat',
-    pkg: 'openai',
-    version: '7.59.0',
+    ...pinnedSdk('openai'),
     handler: (key) => standIns.openAiLike(key, '/v1'),
     source: `import OpenAI from 'openai';
 export default async ({ stream }, ctx) => {
@@ -50,8 +46,7 @@ export default async ({ stream }, ctx) => {
   },
   {
     fn: 'anthropic_messages',
-    pkg: '@anthropic-ai/sdk',
-    version: '1.15.0',
+    ...pinnedSdk('@anthropic-ai/sdk'),
     handler: (key) => standIns.anthropic(key),
     source: `import Anthropic from '@anthropic-ai/sdk';
 export default async ({ stream }, ctx) => {
@@ -76,8 +71,7 @@ export default async ({ stream }, ctx) => {
   },
   {
     fn: 'stripe_customers',
-    pkg: 'stripe',
-    version: '23.1.0',
+    ...pinnedSdk('stripe'),
     handler: (key) => standIns.stripe(key),
     source: `import Stripe from 'stripe';
 export default async (args, ctx) => {
@@ -91,8 +85,7 @@ export default async (args, ctx) => {
   },
   {
     fn: 'github_issues',
-    pkg: '@octokit/rest',
-    version: '22.0.1',
+    ...pinnedSdk('@octokit/rest'),
     handler: (key, port) => standIns.github(key, port),
     source: `import { Octokit } from '@octokit/rest';
 export default async (args, ctx) => {
@@ -104,8 +97,7 @@ export default async (args, ctx) => {
   },
   {
     fn: 'resend_email',
-    pkg: 'resend',
-    version: '6.38.0',
+    ...pinnedSdk('resend'),
     handler: (key) => standIns.resend(key),
     source: `import { Resend } from 'resend';
 export default async (args, ctx) => {
@@ -116,8 +108,7 @@ export default async (args, ctx) => {
   },
   {
     fn: 'groq_chat',
-    pkg: 'groq-sdk',
-    version: '1.6.0',
+    ...pinnedSdk('groq-sdk'),
     handler: (key) => standIns.openAiLike(key, '/openai/v1'),
     source: `import Groq from 'groq-sdk';
 export default async (args, ctx) => {
@@ -129,10 +120,7 @@ export default async (args, ctx) => {
   },
   {
     fn: 'mistral_chat',
-    pkg: '@mistralai/mistralai',
-    version: '2.7.0',
-    // It imports @opentelemetry/api as it loads, though npm counts it optional.
-    with: { '@opentelemetry/api': '1.10.0' },
+    ...pinnedSdk('@mistralai/mistralai'),
     handler: (key) => standIns.openAiLike(key, '/v1'),
     source: `import { Mistral } from '@mistralai/mistralai';
 export default async (args, ctx) => {
@@ -144,8 +132,7 @@ export default async (args, ctx) => {
   },
   {
     fn: 'notion_query',
-    pkg: '@notionhq/client',
-    version: '5.26.0',
+    ...pinnedSdk('@notionhq/client'),
     handler: (key) => standIns.notion(key),
     source: `import { Client } from '@notionhq/client';
 export default async (args, ctx) => {
@@ -157,8 +144,7 @@ export default async (args, ctx) => {
   },
   {
     fn: 'gemini_generate',
-    pkg: '@google/genai',
-    version: '3.3.0',
+    ...pinnedSdk('@google/genai'),
     handler: (key) => standIns.googleGenAi(key),
     source: `import { GoogleGenAI } from '@google/genai';
 export default async (args, ctx) => {
@@ -170,8 +156,7 @@ export default async (args, ctx) => {
   },
   {
     fn: 'linear_viewer',
-    pkg: '@linear/sdk',
-    version: '98.0.0',
+    ...pinnedSdk('@linear/sdk'),
     handler: (key) => standIns.linear(key),
     source: `import { LinearClient } from '@linear/sdk';
 export default async (args, ctx) => {
@@ -193,19 +178,17 @@ interface Installed {
   saved: { code: number; stderr: string };
 }
 
-/**
- * The data folder's `packages` (npm's tarball cache and the installs, one per lock) is a link to one
- * kept between runs on this machine. Each save still has npm resolve its SDK against the registry;
- * the first run also downloads and unpacks each, later runs take the install npm made then for the
- * same lock, as a data folder does for a second function with the same packages.
- */
-const KEPT_PACKAGES = join(homedir(), '.cache', 'callable-studio-ci', 'vendor-sdk-packages');
+// The data folder's `packages` is a link to the one kept between runs on this machine (KEPT_PACKAGES):
+// the first run has npm download and unpack each SDK; later runs take the install made then for the
+// same exact versions, as a data folder does for a second function asking for them.
 
 // The calls run side by side (below), so each may wait on the others for CPU.
 describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registry (${registry.url}; skipped when it cannot be reached from here)`, { timeout: 120_000 }, () => {
   // One data folder for all of them.
   let data = '';
   const installed = new Map<string, Installed>();
+  /** What `callable run` returned, by function and arguments: the MCP calls must answer the same. */
+  const ran = new Map<string, unknown>();
   // rm removes the link to the kept packages, never what it points to.
   afterAll(() => rmSync(data, { recursive: true, force: true }));
 
@@ -233,7 +216,7 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
       };
       writeFileSync(join(dir, 'function.json'), JSON.stringify(spec));
       writeFileSync(join(dir, 'index.js'), `const BASE = 'http://127.0.0.1:${port}';\n${sdk.source}`);
-      writeFileSync(join(dir, 'package.json'), JSON.stringify({ dependencies: { [sdk.pkg]: sdk.version, ...sdk.with } }));
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ dependencies: sdkDependencies(sdk) }));
       // One save: npm installs the pinned version into the data folder's shared cache, esbuild bundles.
       const started = performance.now();
       const saved = await cli(['import', dir, '--data-dir', data]);
@@ -263,6 +246,7 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     expect(out.stdout + out.stderr).not.toContain(sdk.key);
     const result = JSON.parse(out.stdout) as { ok: boolean; value: unknown; error?: unknown };
     expect(out.code, JSON.stringify(result.error ?? out.stderr)).toBe(0);
+    ran.set(`${fn} ${JSON.stringify(args)}`, result.value);
     return result.value;
   }
 
@@ -359,7 +343,7 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
     expect(JSON.parse(seen.body)).toMatchObject({ query: expect.stringMatching(/^\s*query viewer \{\s*viewer \{/) });
   });
 
-  it('openai and @anthropic-ai/sdk answer the same over MCP (stdio), streams included', async () => {
+  it('every SDK answers over MCP (stdio) as from callable run, openai and @anthropic-ai/sdk streams included', async () => {
     const client = await connect('2025-11-25', { transport: 'stdio', stdioArgs: ['--data-dir', data] });
     try {
       const value = (r: CallResult) => {
@@ -371,6 +355,18 @@ describe.skipIf(!registry.reachable)(`vendor SDKs from the machine's npm registr
       expect(value(await client.callTool('anthropic_messages', {}))).toEqual({ placeholder: true, id: 'msg_stand_in', text: 'Hello there', stop: 'end_turn' });
       expect(value(await client.callTool('anthropic_messages', { stream: true }))).toEqual({ placeholder: true, text: 'Hello there', chunks: 3, events: 8, stop: 'end_turn' });
       for (const fn of ['openai_chat', 'anthropic_messages']) expect(lastSeen(fn).headers.authorization).toBe(`Bearer ${installed.get(fn)!.key}`);
+      // The others, side by side on the one connection; each vendor received its real key again.
+      // resend returns the vendor's response headers, whose Date is each answer's own.
+      const withoutDate = (v: unknown): unknown => JSON.parse(JSON.stringify(v, (k, x: unknown) => (k === 'date' ? undefined : x)));
+      const others = SDKS.filter((s) => !['openai_chat', 'anthropic_messages'].includes(s.fn));
+      const seenBefore = others.map((s) => installed.get(s.fn)!.seen.length);
+      const answers = await Promise.all(others.map((s) => client.callTool(s.fn, {})));
+      others.forEach((s, i) => {
+        expect(ran.has(`${s.fn} {}`), `${s.fn} ran from callable run first`).toBe(true);
+        expect(withoutDate(value(answers[i]!))).toEqual(withoutDate(ran.get(`${s.fn} {}`)));
+        expect(installed.get(s.fn)!.seen.length).toBeGreaterThan(seenBefore[i]!);
+        expect(JSON.stringify(lastSeen(s.fn).headers)).toContain(installed.get(s.fn)!.key);
+      });
     } finally {
       await client.close();
     }
