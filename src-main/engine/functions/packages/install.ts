@@ -70,7 +70,8 @@ export class PackageStore {
   /**
    * Installs `dependencies`. With a `lock` whose dependencies are these, exactly the locked
    * versions are installed (from the cache when it holds them, without asking the registry);
-   * otherwise npm resolves what changed and writes a new lock, keeping the pins it can.
+   * otherwise npm resolves what changed and writes a new lock, keeping the pins it can (exact
+   * versions another function installed, or a resolution moments ago, are taken without npm).
    * A dist-tag asked for (`latest`) is recorded as `^` the version it resolved to.
    */
   async install(who: string, dependencies: Record<string, string>, lock?: string): Promise<InstalledPackages> {
