@@ -101,12 +101,12 @@ function sha256(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Hash of everything under guest/ (names and contents), esbuild's version, the build options and the helpers replaced. */
+/** Hash of everything under guest/ (names and contents), esbuild's version, the build options and how the output is rewritten. */
 function sourceKey(): string {
   const hash = createHash('sha256');
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
   // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
-  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0`);
+  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0`);
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
     .map((d) => path.join(d.parentPath, d.name))
@@ -171,7 +171,43 @@ function ownModuleObjects(bundle: string): string {
     if (!helper.test(out)) throw new Error(`guest bundle: esbuild's helper ${/var (\w+)/.exec(replacement)![1]} is not the one guestBundle.ts replaces (another esbuild version?)`);
     out = out.replace(helper, replacement);
   }
-  return out;
+  return exportsInInitializers(out);
+}
+
+/**
+ * esbuild writes a lazily loaded module's `__export(x_exports, { name: () => name, … })` at the
+ * bundle's top level, so every fresh context makes one getter per export of every such module (a
+ * tenth of what installing the runtime costs). Only a require() reads that object, right after
+ * running the module's initializer (`(init_x(), __toCommonJS(x_exports))`): the call is moved into
+ * the initializer, so the getters are made on the module's first load. A call not followed by its
+ * module's initializer (the entry's own exports) stays where it is.
+ */
+function exportsInInitializers(bundle: string): string {
+  const lines = bundle.split('\n');
+  const out: string[] = [];
+  const waiting = new Map<string, string[]>();
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const call = /^ {2}__export\((\w+)_exports, \{$/.exec(line);
+    const end = call ? lines.indexOf('  });', i) : -1;
+    if (call && end > i && lines.includes(`  var init_${call[1]} = __esm({`, end)) {
+      waiting.set(call[1]!, lines.slice(i, end + 1).map((l) => `    ${l}`));
+      i = end;
+      continue;
+    }
+    out.push(line);
+    const init = /^ {2}var init_(\w+) = __esm\(\{$/.exec(line);
+    const moved = init ? waiting.get(init[1]!) : undefined;
+    // The initializer's method line, then its "use strict" (a directive must stay first).
+    if (moved && /^ {4}"[^"]+"\(\) \{$/.test(lines[i + 1] ?? '')) {
+      out.push(lines[++i]!);
+      if (lines[i + 1] === '      "use strict";') out.push(lines[++i]!);
+      out.push(...moved);
+      waiting.delete(init![1]!);
+    }
+  }
+  // Anything not placed (another esbuild layout) goes back as it was written.
+  return waiting.size === 0 ? out.join('\n') : bundle;
 }
 
 /** Whether `dir` is (or is now made) a folder of this user that no one else may read or write. */

@@ -232,6 +232,15 @@ describe('the guest bundle', () => {
     expect((globals('globalThis.__loads') as string[]).sort()).toEqual([...lazy].sort());
   });
 
+  it('makes a lazily loaded module\'s exports when it first loads, not in every fresh context', () => {
+    const source = buildGuest();
+    // esbuild writes each such module's __export(...) at the top level; the script has it in the module's initializer.
+    expect(source.match(/^ {2}__export\((\w+), \{$/gm)).toEqual(['  __export(index_exports, {']);
+    const initializers = [...source.matchAll(/^ {2}var init_(\w+) = __esm\(\{\n {4}"[^"]+"\(\) \{\n {6}"use strict";\n {6}__export\((\w+)_exports, \{$/gm)];
+    expect(initializers.length).toBeGreaterThanOrEqual(8);
+    expect(initializers.every(([, init, exported]) => init === exported)).toBe(true);
+  });
+
   it('is compiled from V8\'s code cache by every isolate once the host has made it', async () => {
     const guest = new GuestCode(buildGuest());
     expect(guest.cached).toBe(false);

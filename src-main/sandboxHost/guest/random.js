@@ -18,8 +18,9 @@ import { defineGlobal } from './globals.js';
 import { domException } from './web/domException.js';
 
 /** The integer arrays WebCrypto accepts; any other view (floats, DataView) is a TypeMismatchError. */
-const INTEGER_ARRAYS = ObjectCreate(null);
-for (const kind of ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']) INTEGER_ARRAYS[kind] = true;
+const INTEGER_ARRAYS = /** @type {Record<string, true | undefined>} */ (
+  /** @type {unknown} */ ({ __proto__: null, Int8Array: true, Uint8Array: true, Uint8ClampedArray: true, Int16Array: true, Uint16Array: true, Int32Array: true, Uint32Array: true, BigInt64Array: true, BigUint64Array: true })
+);
 
 /** @param {unknown} array */
 const getRandomValues = (array) => {

@@ -263,10 +263,11 @@ const makeTransforms = (TransformStream) => {
   return made;
 };
 
+/** @param {keyof StreamClasses} name */
+const lazyStreamGlobal = (name) => defineLazyGlobal(name, () => streams()[name]);
+
+// Plain index loops: this runs in every fresh context, where a spread's iterators cost more than the loop.
 export function install() {
-  const names = [...STREAM_CLASSES, ...TRANSFORM_CLASSES];
-  for (let i = 0; i < names.length; i++) {
-    const name = /** @type {(typeof names)[number]} */ (names[i]);
-    defineLazyGlobal(name, () => streams()[name]);
-  }
+  for (let i = 0; i < STREAM_CLASSES.length; i++) lazyStreamGlobal(/** @type {keyof StreamClasses} */ (STREAM_CLASSES[i]));
+  for (let i = 0; i < TRANSFORM_CLASSES.length; i++) lazyStreamGlobal(/** @type {keyof StreamClasses} */ (TRANSFORM_CLASSES[i]));
 }
