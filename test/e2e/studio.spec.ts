@@ -38,15 +38,17 @@ describe('the studio in a real browser, bound to a real engine process', () => {
 
   it('stores a credential from the Credentials page and the run injects it, shown in the trace', async () => {
     await session.ui.goTo('Credentials');
-    await session.ui.page.getByLabel('Credential name').fill('deepl');
-    await session.ui.page.getByLabel('Hosts').fill(`127.0.0.1:${vendor.port}`);
-    await session.ui.page.getByLabel('Template').fill('DeepL-Auth-Key {secret}');
-    await session.ui.page.getByLabel('Secret').fill(SECRET);
-    await session.ui.page.getByRole('button', { name: 'Save credential' }).click();
+    // The page also holds the OAuth connect form, with fields of the same names.
+    const form = session.ui.page.getByRole('form', { name: 'Add a credential' });
+    await form.getByLabel('Credential name').fill('deepl');
+    await form.getByLabel('Hosts').fill(`127.0.0.1:${vendor.port}`);
+    await form.getByLabel('Template').fill('DeepL-Auth-Key {secret}');
+    await form.getByLabel('Secret', { exact: true }).fill(SECRET);
+    await form.getByRole('button', { name: 'Save credential' }).click();
     await session.ui.page.getByText('Saved credential deepl').waitFor();
     await expect.poll(() => session.ui.page.locator('td', { hasText: `127.0.0.1:${vendor.port}` }).count()).toBe(1);
     // Write-only: after saving, the secret field is empty and the secret is nowhere in the page.
-    expect(await session.ui.page.getByLabel('Secret').inputValue()).toBe('');
+    expect(await session.ui.page.getByRole('form', { name: 'Add a credential' }).getByLabel('Secret', { exact: true }).inputValue()).toBe('');
     expect(await session.ui.page.content()).not.toContain(SECRET);
     await session.ui.screenshot('04-credentials');
 

@@ -248,8 +248,8 @@ export function CredentialsPage() {
         )}
       </div>
 
-      <form ref={formRef} className="card cred-form" onSubmit={(e) => void save(e)} noValidate>
-        <h3>{existing ? `Replace ${existing.name}` : 'Add a credential'}</h3>
+      <form ref={formRef} className="card cred-form" onSubmit={(e) => void save(e)} noValidate aria-labelledby="cred-form-title">
+        <h3 id="cred-form-title">{existing ? `Replace ${existing.name}` : 'Add a credential'}</h3>
         <div className="field">
           <label htmlFor="cred-name">Credential name</label>
           <input id="cred-name" value={form.name} onChange={(e) => edit({ name: e.target.value })} placeholder="deepl" autoComplete="off" spellCheck={false} />
