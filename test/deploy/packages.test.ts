@@ -2,12 +2,12 @@
 // locally (the SDK, and the sandbox's Node compatibility modules it imports) is what the deployed
 // isolate runs, its requests leaving through the egress Worker with the key swapped in there.
 import { mkdirSync, symlinkSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestClient } from '../support/mcpClients.ts';
 import { machineRegistry } from '../support/registry.ts';
 import { vendorServer } from '../support/vendor.ts';
+import { KEPT_PACKAGES } from '../support/vendors/sdkPins.ts';
 import * as standIns from '../support/vendors/standIns.ts';
 import { deployedFolder } from './support.ts';
 
@@ -25,10 +25,9 @@ describe.skipIf(!registry.reachable)(`vendor SDKs deployed to workerd (installed
     groq = await vendorServer(standIns.openAiLike(KEY, '/openai/v1'));
     linear = await vendorServer(standIns.linear(LINEAR_KEY));
     deployed = await deployedFolder('callable-deploy-packages-', async (engine) => {
-      // The packages kept between runs by the vendor SDK test, so npm only resolves these here.
-      const kept = join(homedir(), '.cache', 'callable-studio-ci', 'vendor-sdk-packages');
-      mkdirSync(kept, { recursive: true });
-      symlinkSync(kept, join(engine.dataDir, 'packages'), 'dir');
+      // The packages kept between runs by the vendor SDK test: exact versions installed there are taken without npm.
+      mkdirSync(KEPT_PACKAGES, { recursive: true });
+      symlinkSync(KEPT_PACKAGES, join(engine.dataDir, 'packages'), 'dir');
       const sdk = async (name: string, host: string, dependencies: Record<string, string>, key: string, source: string) => {
         await engine.credentials.set({ name, hosts: [host], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, key);
         await engine.saveFunction({ spec: { name, description: `${name} against a stand-in`, allowedHosts: [host], credentials: [name], inputSchema: { type: 'object' } }, source, packages: { dependencies } });
