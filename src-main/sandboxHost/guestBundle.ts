@@ -146,15 +146,18 @@ export function guestScript(result: BuildResult<{ metafile: true; write: false }
 const MODULE_HELPERS: Array<[RegExp, string]> = [
   [
     /^ {2}var __export = \(target, all\) => \{\n {4}for \(var name in all\)\n {6}__defProp\(target, name, \{ get: all\[name\], enumerable: true \}\);\n {2}\};$/m,
-    '  var __export = (target, all) => {\n    target.__exports = all;\n  };',
+    // Own properties only, never through an assignment or a read: a function may have put an
+    // `__exports` accessor on Object.prototype before a module first loads.
+    '  var __export = (target, all) => {\n    __defProp(target, "__exports", { __proto__: null, value: all, configurable: true });\n  };',
   ],
   [
     /^ {2}var __toCommonJS = \(mod\) => __copyProps\(__defProp\(\{\}, "__esModule", \{ value: true \}\), mod\);$/m,
     [
       '  var __toCommonJS = (mod) => {',
-      '    var all = mod.__exports;',
-      '    if (all !== undefined) {',
-      '      mod.__exports = undefined;',
+      '    var own = __getOwnPropDesc(mod, "__exports");',
+      '    if (own !== undefined) {',
+      '      var all = own.value;',
+      '      delete mod.__exports;',
       '      var names = __getOwnPropNames(all);',
       '      for (var i = 0; i < names.length; i++) __defProp(mod, names[i], { __proto__: null, get: all[names[i]], enumerable: true });',
       '    }',

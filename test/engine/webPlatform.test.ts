@@ -467,4 +467,24 @@ describe('made on first use', () => {
       chunk: [true, [1, 2]], keyPair: ['private', 'public'], form: ['a=A', 'b=2'], decoded: 'é', leaked: [],
     });
   });
+
+  it('gives a module loaded on first use none of an accessor the function put on Object.prototype', async () => {
+    // The runtime's module objects are plain objects: an inherited `__exports` accessor must never
+    // receive a module's exports nor hand it the function's own.
+    const got = await value(
+      'exports_accessor',
+      `const seen = [];
+       Object.defineProperty(Object.prototype, '__exports', {
+         configurable: true,
+         get() { seen.push('get'); return { isBlob: () => () => true, blobBytes: () => () => new Uint8Array([1]) }; },
+         set(v) { seen.push('set:' + Object.keys(v).length); },
+       });
+       const blob = new Blob(['abc']);
+       const text = await blob.text();
+       const url = new URL('https://example.com/a?b=1').searchParams.get('b');
+       delete Object.prototype.__exports;
+       return { text, url, seen };`,
+    );
+    expect(got).toEqual({ text: 'abc', url: '1', seen: [] });
+  });
 });
