@@ -119,6 +119,10 @@ async function deployTo(
   for (const s of deployment.secrets) {
     // An OAuth client credentials grant: the Worker gets the client secret and asks for its own tokens.
     const secret = s.oauthClient ? await engine.credentials.oauth.storedClientSecret(s.credential) : (await engine.credentials.injection(s.credential, [s.credential])).secret;
+    if (secret === undefined && s.oauthClient) {
+      // Served without it, every call would fail in the Worker: say so now, before workerd starts.
+      throw new StudioError('not_found', `the keychain holds no client secret for OAuth credential "${s.credential}": connect it again with "callable credentials connect ${s.credential} --grant client_credentials --client-secret-stdin"`);
+    }
     if (secret !== undefined) env[s.envVar] = secret;
   }
   let tail = '';

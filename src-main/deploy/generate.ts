@@ -104,11 +104,14 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
   const records = servedFunctions(engine, options.profile).filter((record) => {
     // A client credentials grant deploys (the egress Worker asks for its tokens); a user's sign-in does not.
     const oauth = record.credentials.find((name) => engine.credentials.oauth.isOAuth(name) && engine.credentials.oauth.deployable(name) === undefined);
+    const grant = oauth === undefined ? undefined : engine.credentials.oauth.status(oauth)?.grant;
     const reason =
       notDeployable(record) ??
       (oauth === undefined
         ? undefined
-        : `it uses OAuth credential "${oauth}" (grant ${engine.credentials.oauth.status(oauth)?.grant}: a person signs in, and a deployed gateway does not carry the refresh token); only client_credentials OAuth credentials deploy`);
+        : grant === 'client_credentials'
+          ? `it uses OAuth credential "${oauth}", which is not connected with a client secret yet: connect it first ("callable credentials connect ${oauth} --grant client_credentials --client-secret-stdin")`
+          : `it uses OAuth credential "${oauth}" (grant ${grant}: a person signs in, and a deployed gateway does not carry the refresh token); only client_credentials OAuth credentials deploy`);
     if (reason !== undefined) skipped.push({ function: record.name, reason });
     return reason === undefined;
   });

@@ -89,6 +89,26 @@ describe('callable credentials connect', () => {
     expect(cloudflare, cloudflare.stderr).toMatchObject({ code: 0 });
     expect(cloudflare.stdout).toContain('wrangler secret put SECRET_MACHINE --name callable-egress');
     expect(readFileSync(join(cf, 'DEPLOY.md'), 'utf8')).toContain('For SECRET_MACHINE (OAuth client credentials) give the client secret: the egress Worker asks for the access tokens.');
+
+    // A client credentials account defined but never connected is left out, saying to connect it.
+    const defining = createEngine({ dataDir: data, secrets: new MemorySecretStore() });
+    defining.credentials.defineOAuth({ name: 'unconnected', hosts: [host], issuer: op.issuer, scopes: [], grant: 'client_credentials' });
+    defining.close();
+    await withFunction(data, 'uses_unconnected', 'unconnected', [host], `export default async (a, ctx) => (await ctx.fetch('${op.resource.origin}/', { credential: 'unconnected' })).status`);
+    const withUnconnected = await cli(['deploy', '--target', 'workerd', '--out', join(tempDir(), 'out'), '--data-dir', data]);
+    expect(withUnconnected, withUnconnected.stderr).toMatchObject({ code: 0 });
+    expect(withUnconnected.stderr).toContain(
+      'callable deploy: not deployed: uses_unconnected: it uses OAuth credential "unconnected", which is not connected with a client secret yet: connect it first ("callable credentials connect unconnected --grant client_credentials --client-secret-stdin")',
+    );
+
+    // --serve where the client secret cannot be read (env mode without its variable): one line, before workerd starts.
+    const served = await cli(['deploy', '--target', 'workerd', '--serve', '--port', '1', '--out', join(tempDir(), 'out'), '--data-dir', data], {
+      env: { CALLABLE_SECRETS: 'env', CALLABLE_MCP_TOKEN: 'x'.repeat(43) },
+    });
+    expect(served.code, served.stderr).toBe(2);
+    expect(served.stderr.trim().split('\n').at(-1)).toBe(
+      'callable deploy: the keychain holds no client secret for OAuth credential "machine": connect it again with "callable credentials connect machine --grant client_credentials --client-secret-stdin"',
+    );
   });
 
   it('--grant code opens $BROWSER on the sign-in URL (also printed on its own stderr line) and exits 0 once the loopback redirect brings the code', async () => {
