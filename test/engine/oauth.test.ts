@@ -1,4 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +9,7 @@ import { KeychainSecretStore } from '../../src-main/engine/index.ts';
 import { DATABASE_FILE } from '../../src-main/engine/store/database.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { privateKeyring, type PrivateKeyring } from '../support/keyring.ts';
+import { until } from '../support/wait.ts';
 import { APP, bearersSeen, LONG_LIVED, MACHINE, oauthProvider, signIn, untilRefreshDue, type OAuthProvider } from '../support/oauthProvider.ts';
 
 // The real Secret Service started by test/setup/keychain.ts, and a real oidc-provider whose access
@@ -106,6 +109,49 @@ describe('client credentials', () => {
     const before = op.tokenRequests.length;
     expect(await engine.run('sdk_style', {}, { caller: 'test' })).toMatchObject({ ok: true, value: [200, 200, 200, 200] });
     expect(op.tokenRequests.length).toBeGreaterThan(before);
+  });
+
+  it('keeps none of the tokens a refresh brings back after the credential was disconnected while it was out', async () => {
+    // A token endpoint in front of the provider's that holds requests while told to.
+    let holding = false;
+    const held: Array<() => void> = [];
+    const proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const forward = async () => {
+          const answer = await fetch(`${op.issuer}/token`, {
+            method: 'POST',
+            headers: { 'content-type': req.headers['content-type'] ?? '', ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) },
+            body: Buffer.concat(chunks),
+          });
+          res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await answer.arrayBuffer()));
+        };
+        if (holding) held.push(() => void forward());
+        else void forward();
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const tokenUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/token`;
+      await engine.credentials.connect(
+        { name: 'raced', hosts: [`127.0.0.1:${op.resource.port}`], issuer: op.issuer, tokenUrl, clientId: LONG_LIVED.id, scopes: [], grant: 'client_credentials' },
+        { clientSecret: LONG_LIVED.secret },
+      );
+      const first = await storedSecret('credential', 'raced');
+      expect(first).toBeDefined();
+      holding = true;
+      const generation = (await engine.credentials.oauth.fresh('raced'))!;
+      const refreshing = engine.credentials.oauth.newerThan('raced', generation);
+      await until(() => held.length === 1, 'the refresh to reach the token endpoint');
+      await engine.credentials.oauth.disconnect('raced');
+      held[0]!();
+      await expect(refreshing).rejects.toThrow('credential "raced" is not connected; nothing was sent: callable credentials connect raced');
+      expect(await storedSecret('credential', 'raced')).toBeUndefined();
+      expect(engine.credentials.oauth.status('raced')).toMatchObject({ state: 'not_connected', expiresAt: null });
+    } finally {
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
   });
 
   it('answers a 401 to a token the server dropped early with one refresh and one retry of the request', async () => {

@@ -372,17 +372,24 @@ export class OAuthCredentials {
       if (error instanceof StudioError) throw new StudioError(error.code, `cannot refresh the token of credential "${name}": ${error.message}`, error.details);
       throw error;
     }
-    return writeTransaction(this.#db, () => {
-      this.#db
+    const generation = writeTransaction(this.#db, () => {
+      const { changes } = this.#db
         .prepare(
           `UPDATE oauth_credentials SET expires_at = ?, refresh_at = ?, scopes = CASE WHEN ? = '' THEN scopes ELSE ? END, generation = generation + 1, lease_owner = NULL, lease_until = NULL,
-             config = json_remove(config, '$.lastRefreshError') WHERE name = ?`,
+             config = json_remove(config, '$.lastRefreshError') WHERE name = ? AND state <> 'not_connected'`,
         )
         .run(tokens.expiresAt, tokens.refreshAt, tokens.scopes.join(' '), tokens.scopes.join(' '), name);
       // The stored secrets changed: redaction reads them again.
       bump(this.#db);
-      return this.#row(name)!.generation;
+      return changes === 0 ? undefined : this.#row(name)!.generation;
     });
+    if (generation === undefined) {
+      // Disconnected (or removed) while the token request was out: the tokens it brought are not kept.
+      await this.#secrets.delete({ kind: 'oauth-refresh', name });
+      await this.#secrets.delete({ kind: 'credential', name });
+      throw notConnectedError(name, true);
+    }
+    return generation;
   }
 
   /**
