@@ -158,6 +158,8 @@ const fetchFn = (input, init) => {
       return false;
     };
     let body;
+    /** @type {string | undefined} */
+    let params;
     if (given[0] === 'json') {
       body = utf8Encode(JSONStringify(chosen.json));
       if (!hasType()) append(headers, ['content-type', 'application/json']);
@@ -171,8 +173,8 @@ const fetchFn = (input, init) => {
       const b = chosen.body;
       if (typeof b === 'string') body = utf8Encode(b);
       else if (ArrayBufferIsView(b) || isArrayBuffer(b)) body = copyBytes(toBytes(b, 'ctx.fetch body'));
-      else if (url().paramsText(b) !== undefined) {
-        body = utf8Encode(/** @type {string} */ (url().paramsText(b)));
+      else if ((params = url().paramsText(b)) !== undefined) {
+        body = utf8Encode(params);
         if (!hasType()) append(headers, ['content-type', FORM_TYPE]);
       } else if (blobs().isBlob(b)) {
         const { blobBytes, blobType } = blobs();
