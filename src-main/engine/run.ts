@@ -102,10 +102,6 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
     // The caller's and the process's aborts are passed on to `stop` (a composite AbortSignal.any cost more per run, and per listener).
     const signal = stop.signal;
     const passOn = (): void => stop.abort(options.signal?.aborted ? options.signal.reason : deps.interrupt?.reason);
-    for (const source of [options.signal, deps.interrupt]) {
-      if (source?.aborted) stop.abort(source.reason);
-      else source?.addEventListener('abort', passOn, { once: true });
-    }
     // What the recorder keeps and a replay compares: the request with its placeholders as labels (they change every run).
     const seen = (request: OutgoingRequest): OutgoingRequest => (watch ? maskedRequest(placeholders, request) : request);
     const ask = asker({ record, timeoutMs: limits.timeoutMs, schemas: deps.schemas, trace: (entry) => trace.push(entry), askers: { elicit: options.elicit, sample: options.sample } });
@@ -221,8 +217,12 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   return result;
 }
 
-/** `sandbox.run(job)`, and then `passOn` taken off the long-lived signals it listened to. */
+/** `sandbox.run(job)` with `passOn` listening to the long-lived `sources` only while it runs. */
 async function runUntilEnd(sandbox: Sandbox, sources: Array<AbortSignal | undefined>, passOn: () => void, job: Parameters<Sandbox['run']>[0]): ReturnType<Sandbox['run']> {
+  for (const source of sources) {
+    if (source?.aborted) passOn();
+    else source?.addEventListener('abort', passOn, { once: true });
+  }
   try {
     return await sandbox.run(job);
   } finally {
