@@ -40,17 +40,17 @@ function unlessCancelled(error: unknown): UiError | undefined {
 
 type DeviceCode = { verificationUri: string; verificationUriComplete?: string | undefined; userCode: string };
 
-/** While `name` connects by the device grant: the code to enter, and where, once the server gave it. */
-function useDeviceCode(name: string, waiting: boolean): DeviceCode | undefined {
-  const [code, setCode] = useState<DeviceCode>();
+/**
+ * While `name` connects by the device grant: the code to enter, and where, once the server gave it.
+ * Listens from mount, not from the connect: the code may come before a listener added after it.
+ */
+function useDeviceCode(name: string | undefined, waiting: boolean): DeviceCode | undefined {
+  const [code, setCode] = useState<DeviceCode & { name: string }>();
+  useEffect(() => studio.on('credentials:deviceCode', (info) => setCode(info)), []);
   useEffect(() => {
-    setCode(undefined);
-    if (!waiting) return;
-    return studio.on('credentials:deviceCode', (info) => {
-      if (info.name === name) setCode(info);
-    });
-  }, [name, waiting]);
-  return code;
+    if (!waiting) setCode(undefined);
+  }, [waiting]);
+  return waiting && code?.name === name ? code : undefined;
 }
 
 /** What the person does while a connect waits: sign in in the browser, or enter the device code. */
@@ -162,10 +162,12 @@ const NO_ACCOUNT: AccountForm = { name: '', provider: '', issuer: '', clientId: 
 /** Connects a new OAuth 2 account: a provider preset or an issuer URL, the client, and the grant. */
 export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; onChanged: () => Promise<void> }) {
   const [form, setForm] = useState<AccountForm>(NO_ACCOUNT);
-  const [waiting, setWaiting] = useState(false);
+  // The name being connected, kept apart from the field the person may go on editing meanwhile.
+  const [connecting, setConnecting] = useState<string>();
+  const waiting = connecting !== undefined;
   const [error, setError] = useState<UiError>();
   const edit = (patch: Partial<AccountForm>): void => setForm((f) => ({ ...f, ...patch }));
-  const device = useDeviceCode(form.name.trim(), waiting);
+  const device = useDeviceCode(connecting, waiting);
   const list = (text: string): string[] => text.split(/[\s,]+/).filter(Boolean);
 
   function problem(): string | undefined {
@@ -185,7 +187,7 @@ export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; on
       return;
     }
     const name = form.name.trim();
-    setWaiting(true);
+    setConnecting(name);
     setError(undefined);
     try {
       const info = await studio.credentials.connect({
@@ -203,7 +205,7 @@ export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; on
     } catch (err) {
       setError(unlessCancelled(err));
     } finally {
-      setWaiting(false);
+      setConnecting(undefined);
     }
   }
 
@@ -267,7 +269,7 @@ export function OAuthConnectForm({ presets, onChanged }: { presets: string[]; on
         {waiting ? (
           <>
             <WaitingFor grant={form.grant} device={device} />
-            <button type="button" onClick={() => void studio.credentials.cancelConnect({ name: form.name.trim() })}>
+            <button type="button" onClick={() => connecting !== undefined && void studio.credentials.cancelConnect({ name: connecting })}>
               Cancel
             </button>
           </>
