@@ -224,8 +224,11 @@ export const contract = {
       })
       .strict(),
   ),
-  /** Stops waiting for a sign-in `credentials:connect` started; that call answers `cancelled`. */
-  'credentials:cancelConnect': method<{ cancelled: boolean }>()(z.object({ name: CredentialNameSchema }).strict()),
+  /**
+   * Stops waiting for a sign-in `credentials:connect` started; that call answers `cancelled`, with
+   * `reason` as its message when one is given (main gives one when the sign-in page could not be opened).
+   */
+  'credentials:cancelConnect': method<{ cancelled: boolean }>()(z.object({ name: CredentialNameSchema, reason: z.string().min(1).max(1000).optional() }).strict()),
   /** Revokes an OAuth credential's grant at the server where it can and forgets its tokens; the credential stays, not connected. */
   'credentials:disconnect': method<{ note?: string }>()(z.object({ name: CredentialNameSchema }).strict()),
   /** Takes a grant back: the function's next runs are refused the credential. */

@@ -19,8 +19,11 @@ export interface EngineProcessOptions {
   env?: NodeJS.ProcessEnv;
   /** Every change of state, with a message for the user. */
   onStatus?: (status: EngineStatus) => void;
-  /** Opens an OAuth sign-in page in the system browser; called only with a URL authorizationUrlDecision allows. */
-  openExternal?: (url: string) => void;
+  /**
+   * Opens an OAuth sign-in page in the system browser; called only with a URL authorizationUrlDecision
+   * allows. If it throws or rejects, the connect waiting for that sign-in ends with the reason.
+   */
+  openExternal?: (url: string) => void | Promise<void>;
   /** Where the relay reports what the user may need to read later (stderr in the app). */
   diagnostic?: (message: string) => void;
   /** Give up after this many unexpected exits within `crashWindowMs`. */
@@ -214,16 +217,33 @@ export class EngineProcess {
       case 'event':
         for (const l of this.#listeners.get(message.name) ?? []) l(message.payload);
         return;
-      case 'open-url': {
-        const decision = authorizationUrlDecision(message.url, message.authorizationEndpoint);
-        if (!decision.allow) this.#options.diagnostic(`did not open the sign-in page of credential "${message.credential}" (${decision.reason}): ${message.url.slice(0, 200)}`);
-        else if (!this.#options.openExternal) this.#options.diagnostic(`no browser to open the sign-in page of credential "${message.credential}"`);
-        else this.#options.openExternal(decision.url);
+      case 'open-url':
+        this.#openSignIn(message.credential, message.url, message.authorizationEndpoint);
         return;
-      }
       case 'fatal':
         this.#fatal = message.message;
         return;
+    }
+  }
+
+  /**
+   * Opens a sign-in page the engine asked for, if it is one; otherwise, or if the browser cannot be
+   * opened, the connect waiting for it ends at once with the reason, instead of waiting out its timeout.
+   */
+  #openSignIn(credential: string, url: string, authorizationEndpoint: string): void {
+    const fail = (reason: string) => {
+      this.#options.diagnostic(`${reason} (credential "${credential}"): ${url.slice(0, 200)}`);
+      void this.invoke('credentials:cancelConnect', { name: credential, reason });
+    };
+    const decision = authorizationUrlDecision(url, authorizationEndpoint);
+    if (!decision.allow) return fail(`the sign-in page was not opened: ${decision.reason}`);
+    const open = this.#options.openExternal;
+    if (!open) return fail('the sign-in page was not opened: there is no browser to open it in');
+    const failed = (error: unknown) => fail(`the browser could not open the sign-in page: ${error instanceof Error ? error.message : String(error)}`);
+    try {
+      Promise.resolve(open(decision.url)).catch(failed);
+    } catch (error) {
+      failed(error);
     }
   }
 

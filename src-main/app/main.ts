@@ -70,7 +70,7 @@ async function start(): Promise<void> {
     args: dataDir ? ['--data-dir', dataDir] : [],
     diagnostic,
     // An OAuth sign-in page the relay checked against the credential's authorization endpoint.
-    openExternal: (url) => void shell.openExternal(url).catch((error: unknown) => diagnostic(`could not open the sign-in page: ${String(error)}`)),
+    openExternal: (url) => shell.openExternal(url),
   });
   // Its status reaches the window as the engine:status event.
   engine.start().catch(() => {});

@@ -150,9 +150,9 @@ export function createStudioApi(host: StudioHost): StudioApiServer {
         connecting.delete(name);
       }
     },
-    'credentials:cancelConnect': ({ name }) => {
+    'credentials:cancelConnect': ({ name, reason }) => {
       const controller = connecting.get(name);
-      controller?.abort();
+      controller?.abort(reason === undefined ? undefined : new StudioError('cancelled', reason));
       return { cancelled: controller !== undefined };
     },
     'credentials:disconnect': async ({ name }) => {

@@ -650,7 +650,8 @@ async function loopbackRedirect(
   });
   const port = (server.address() as AddressInfo).port;
   const timer = setTimeout(() => fail(new StudioError('timeout', `no answer from the browser within ${Math.round(timeoutMs / 1000)} s; run connect again`)), timeoutMs);
-  const onAbort = () => fail(new StudioError('cancelled', 'connect was cancelled'));
+  // A reason given with the cancel (the app could not open the sign-in page) is the answer's message.
+  const onAbort = () => fail(signal?.reason instanceof StudioError ? signal.reason : new StudioError('cancelled', 'connect was cancelled'));
   signal?.addEventListener('abort', onAbort, { once: true });
   return {
     redirectUri: `http://127.0.0.1:${port}/callback`,
