@@ -53,8 +53,9 @@ describe('test tiers', () => {
       const flags = projects.filter((p) => p.tier === tier).map((p) => ` --project ${p.name}`);
       expect(scripts[`test:${tier}`], `test:${tier}`).toMatch(new RegExp(`\\bvitest run${flags.join('')}$`));
     }
-    // One vitest run with no project or file filter runs every tier, after the lint and type check.
-    expect(scripts.test).toMatch(/^npm run check -- --no-cache && .*\bvitest run$/);
+    // One vitest run with no project or file filter runs every tier, after the lint, the type check
+    // and the build (which the e2e tier loads) have all passed.
+    expect(scripts.test).toMatch(/^npm run check -- --no-cache --build && vitest run$/);
   });
 
   it('each run as many files at once as the README says, and those with different counts in different groups (vitest refuses the run otherwise)', () => {
