@@ -7,7 +7,7 @@
 import module from 'node:module';
 import { Socket } from 'node:net';
 import { ERROR_CODES, StudioError, type ErrorCode } from '../engine/model/errors.ts';
-import { EngineMessageCheck, encodeFrame, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, type EngineMessage, type HostMessage, type IncomingResponse, type ResponseHead, type ResponseSink } from '../engine/sandbox/protocol.ts';
+import { EngineMessageCheck, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, writeFrame, type EngineMessage, type HostMessage, type IncomingResponse, type ResponseHead, type ResponseSink } from '../engine/sandbox/protocol.ts';
 import { FETCH_ABORTED } from './bridge.ts';
 import { SandboxExecutor } from './executor.ts';
 
@@ -43,7 +43,7 @@ const runs = new Map<
 let nextOp = 1;
 
 function send(message: HostMessage): void {
-  channel.write(encodeFrame(message));
+  writeFrame(channel, message);
 }
 
 /** Ends this process at once: isolates stuck in a builtin would keep a normal exit waiting. */

@@ -1,6 +1,7 @@
 import { serialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { encodeFrame, EngineMessageCheck, FrameReader, HostMessageCheck, MAX_FRAME_BYTES, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
+import { randomBytes } from 'node:crypto';
+import { encodeFrame, EngineMessageCheck, FrameReader, HostMessageCheck, MAX_FRAME_BYTES, type EngineMessage, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
 
 // What the engine accepts from a sandbox host: a host is treated as possibly compromised, so every
 // frame is bounded before it is read and every message is checked before it is acted on.
@@ -33,6 +34,31 @@ describe('the sandbox channel', () => {
       { t: 'beat', rssBytes: 1, capBytes: 2, runs: 0 },
       { t: 'log', runId: 'r1', level: 'info', message: 'héllo', at: 3 },
     ]);
+  });
+
+  it("carries a body's bytes exactly, large or small, each in bytes of its own (never a view of the frame)", () => {
+    const messages: EngineMessage[] = [];
+    const violations: string[] = [];
+    const r = new FrameReader<EngineMessage>(EngineMessageCheck, (m) => messages.push(m), (v) => violations.push(v));
+    const big = randomBytes(300 * 1024);
+    const small = Buffer.from('{"ok":true}');
+    const head = { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']] as Array<[string, string]>, url: 'https://x.test/', redirected: false };
+    const sent: EngineMessage[] = [
+      { t: 'fetchChunk', runId: 'r', op: 1, chunk: big },
+      { t: 'fetched', runId: 'r', op: 2, response: { ...head, body: small } },
+      { t: 'fetched', runId: 'r', op: 3, response: { ...head, body: new Uint8Array(0) } },
+      // Not JSON data: it still crosses, as a structured clone.
+      { t: 'fetchFailed', runId: 'r', op: 4, error: { code: 'fetch_failed', message: 'no', details: { big: 1n } } },
+    ];
+    const all = Buffer.concat(sent.map(encodeFrame));
+    for (let at = 0; at < all.length; at += 7000) r.push(all.subarray(at, at + 7000));
+    expect(violations).toEqual([]);
+    expect(messages.map((m) => m.t)).toEqual(['fetchChunk', 'fetched', 'fetched', 'fetchFailed']);
+    const bodies = [(messages[0] as { chunk: Uint8Array }).chunk, ...messages.slice(1, 3).map((m) => (m as { response: { body: Uint8Array } }).response.body)];
+    expect(bodies.map((b) => Buffer.from(b).equals(b.byteLength === big.length ? big : b.byteLength === 0 ? Buffer.alloc(0) : small))).toEqual([true, true, true]);
+    for (const b of bodies) expect([b.byteOffset, b.byteLength]).toEqual([0, b.buffer.byteLength]);
+    expect((messages[1] as { response: object }).response).toMatchObject(head);
+    expect((messages[3] as { error: { details: unknown } }).error.details).toEqual({ big: 1n });
   });
 
   it('refuses a frame that announces more than the bound, before reading it', () => {

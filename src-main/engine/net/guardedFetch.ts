@@ -527,7 +527,8 @@ function send(
           );
         }
         if (frameBytes === 0) return;
-        sink.chunk(new Uint8Array(frame.length === 1 ? frame[0]! : Buffer.concat(frame, frameBytes)));
+        // Not copied: the channel writes a large frame's bytes as they are, and nothing writes to these buffers again.
+        sink.chunk(frame.length === 1 ? frame[0]! : Buffer.concat(frame, frameBytes));
         ahead += frameBytes;
         frame = [];
         frameBytes = 0;

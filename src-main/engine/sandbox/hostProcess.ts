@@ -6,9 +6,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { StudioError, toErrorInfo, type ErrorInfo, type LogEntry } from '../model/index.ts';
+// The errors module alone: `callable mcp` starts a host before the rest of the model (and zod) has loaded.
+import { StudioError, toErrorInfo, type ErrorInfo } from '../model/errors.ts';
+import type { LogEntry } from '../model/index.ts';
 import { compileCacheEnv } from '../nodeChild.ts';
-import { encodeFrame, FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, type EngineMessage, type HostMessage } from './protocol.ts';
+import { FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, writeFrame, type EngineMessage, type HostMessage } from './protocol.ts';
 import type { ResponseFlow, ResponseSink, SandboxJob, SandboxOutcome } from './protocol.ts';
 
 const HOST_ENTRY = fileURLToPath(new URL('../../sandboxHost/main.ts', import.meta.url));
@@ -215,8 +217,8 @@ export class HostProcess {
 
   #send(message: EngineMessage): void {
     if (this.#exited) return;
-    const channel = this.#child.stdio[3] as NodeJS.WritableStream | null;
-    channel?.write(encodeFrame(message));
+    const channel = this.#child.stdio[3] as import('node:net').Socket | null;
+    if (channel) writeFrame(channel, message);
   }
 
   #onMessage(message: HostMessage): void {

@@ -1,5 +1,6 @@
 // The channel between the engine and a sandbox host process: every message either side may send,
-// defined once. Frames are a 4-byte length and a V8-serialized message; a frame over
+// defined once. Frames are a 4-byte length and the message as JSON, its bytes (a request or
+// response body, a streamed chunk) appended raw after the JSON; a frame over
 // MAX_FRAME_BYTES or a message that fails its schema is a protocol violation, and the engine ends
 // a host that commits one. The host holds no secret and no database: all it may ask for is a
 // fetch, which the engine answers through its guarded fetch.
@@ -9,7 +10,7 @@ import type { ContentItem, EffectiveLimits, ErrorInfo, IncomingResponse, LogEntr
 export type { IncomingResponse, OutgoingRequest };
 
 /** Bumped on any incompatible change; a host of another version is refused at `ready`. */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /** The largest response body (50 MiB) or result (16 MiB) plus room for the envelope. */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -242,8 +243,94 @@ export type HostMessage =
 // ---- framing ----
 
 const LENGTH_PLACE = Buffer.alloc(4);
+/** The first byte of a frame's body: JSON text, JSON followed by the message's bytes, or V8's serializer (its header starts 0xFF). */
+const JSON_TEXT = 0x7b;
+const JSON_AND_BYTES = 0x01;
+const V8_SERIALIZED = 0xff;
+/** Tails larger than this are written beside their frame's head (one writev), not copied into it. */
+const COPY_TAIL_BYTES = 64 * 1024;
+
+/** Where each message kind that carries bytes keeps them (one field at most): they cross raw, after the JSON. */
+interface BytesField {
+  get(m: Record<string, unknown>): unknown;
+  /** A shallow copy of `m` with its bytes set to `bytes` (undefined: left out of the JSON). */
+  with(m: Record<string, unknown>, bytes: Uint8Array | undefined): Record<string, unknown>;
+}
+const BYTES_FIELD: Partial<Record<string, BytesField>> = {
+  fetch: nested('request', 'body'),
+  fetched: nested('response', 'body'),
+  fetchChunk: { get: (m) => m.chunk, with: (m, bytes) => ({ ...m, chunk: bytes }) },
+};
+
+function nested(outer: string, inner: string): BytesField {
+  const holder = (m: Record<string, unknown>): Record<string, unknown> | undefined => {
+    const h = m[outer];
+    return h !== null && typeof h === 'object' ? (h as Record<string, unknown>) : undefined;
+  };
+  return {
+    get: (m) => holder(m)?.[inner],
+    with: (m, bytes) => {
+      const h = holder(m);
+      return h ? { ...m, [outer]: { ...h, [inner]: bytes } } : m;
+    },
+  };
+}
+
+/**
+ * A message as the pieces of one frame, to be written in order. JSON, not V8's serializer: for the
+ * small messages of every call it costs a fraction (measured about 5 µs against 40 to encode, 30 to
+ * decode). A message's bytes are not re-encoded: they follow the JSON as they are.
+ */
+export function frameParts(message: EngineMessage | HostMessage): Buffer[] {
+  const bytesField = BYTES_FIELD[message.t];
+  const bytes = bytesField?.get(message as unknown as Record<string, unknown>);
+  let json: string;
+  try {
+    // The bytes are left out of the JSON (a Buffer's toJSON would spell out every byte).
+    json = JSON.stringify(bytes instanceof Uint8Array ? bytesField!.with(message as unknown as Record<string, unknown>, undefined) : message);
+  } catch {
+    // Not JSON data (a BigInt in an error's details): the structured clone carries it.
+    return [serializedFrame(message)];
+  }
+  const jsonBytes = Buffer.byteLength(json);
+  if (!(bytes instanceof Uint8Array)) {
+    const frame = Buffer.allocUnsafe(4 + jsonBytes);
+    checkLength(jsonBytes);
+    frame.writeUInt32BE(jsonBytes, 0);
+    frame.write(json, 4);
+    return [frame];
+  }
+  const length = 1 + 4 + jsonBytes + bytes.byteLength;
+  checkLength(length);
+  const inline = bytes.byteLength <= COPY_TAIL_BYTES;
+  const head = Buffer.allocUnsafe(4 + 1 + 4 + jsonBytes + (inline ? bytes.byteLength : 0));
+  head.writeUInt32BE(length, 0);
+  head[4] = JSON_AND_BYTES;
+  head.writeUInt32BE(jsonBytes, 5);
+  head.write(json, 9);
+  if (!inline) return [head, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)];
+  head.set(bytes, 9 + jsonBytes);
+  return [head];
+}
 
 export function encodeFrame(message: EngineMessage | HostMessage): Buffer {
+  const parts = frameParts(message);
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+/** Writes one message: a frame in two pieces goes out in one writev. */
+export function writeFrame(channel: NodeJS.WritableStream & { cork?(): void; uncork?(): void }, message: EngineMessage | HostMessage): void {
+  const parts = frameParts(message);
+  if (parts.length === 1) {
+    channel.write(parts[0]!);
+    return;
+  }
+  channel.cork?.();
+  for (const part of parts) channel.write(part);
+  channel.uncork?.();
+}
+
+function serializedFrame(message: EngineMessage | HostMessage): Buffer {
   // The length goes in front of the serialized bytes in the serializer's own buffer: a body is not copied again to prefix it.
   const serializer = new DefaultSerializer();
   serializer.writeRawBytes(LENGTH_PLACE);
@@ -251,9 +338,30 @@ export function encodeFrame(message: EngineMessage | HostMessage): Buffer {
   serializer.writeValue(message);
   const frame = serializer.releaseBuffer();
   const length = frame.length - 4;
-  if (length > MAX_FRAME_BYTES) throw new RangeError(`sandbox message of ${length} bytes is over ${MAX_FRAME_BYTES}`);
+  checkLength(length);
   frame.writeUInt32BE(length, 0);
   return frame;
+}
+
+function checkLength(length: number): void {
+  if (length > MAX_FRAME_BYTES) throw new RangeError(`sandbox message of ${length} bytes is over ${MAX_FRAME_BYTES}`);
+}
+
+/** A frame's body as the message it holds; throws when it is none. */
+function decodeFrame(frame: Buffer): unknown {
+  const first = frame[0];
+  if (first === JSON_TEXT) return JSON.parse(frame.toString('utf8'));
+  if (first === V8_SERIALIZED) return deserialize(frame);
+  if (first !== JSON_AND_BYTES || frame.length < 5) throw new Error('an unknown frame');
+  const jsonBytes = frame.readUInt32BE(1);
+  if (5 + jsonBytes > frame.length) throw new Error('a frame shorter than its JSON');
+  const message = JSON.parse(frame.toString('utf8', 5, 5 + jsonBytes)) as Record<string, unknown> | null;
+  const bytesField = typeof message?.t === 'string' ? BYTES_FIELD[message.t] : undefined;
+  if (!message || !bytesField) throw new Error('bytes for a message that has none');
+  // Bytes of their own (not a view of the frame, which holds more than them): they may be handed to an isolate as they are.
+  const bytes = new Uint8Array(frame.length - 5 - jsonBytes);
+  bytes.set(frame.subarray(5 + jsonBytes));
+  return bytesField.with(message, bytes);
 }
 
 /**
@@ -286,7 +394,7 @@ export class FrameReader<T> {
       const frame = this.#take(4 + length).subarray(4);
       let value: unknown;
       try {
-        value = deserialize(frame);
+        value = decodeFrame(frame);
       } catch {
         return this.#violate('a frame that does not deserialize');
       }
