@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { StudioError, type Engine } from '../engine/index.ts';
 import { parseAllowedOrigins } from '../mcp/httpOrigin.ts';
-import { secretPutLines, writeDeployment, type DeployTarget } from '../deploy/generate.ts';
-import { WorkerdSupervisor } from '../deploy/supervisor.ts';
+import type { DeployTarget } from '../deploy/generate.ts';
 import { aborted, EXIT_FAILED, EXIT_OK, parse, signalExitCode, UsageError, withCommand, type Command, type CommandContext } from './common.ts';
 
 const TARGETS: readonly DeployTarget[] = ['workerd', 'cloudflare'];
@@ -93,6 +92,8 @@ async function deployTo(
   options: { target: DeployTarget; outDir: string; profile: string | undefined; port: number; allowedOrigins: string[]; serve: boolean },
 ): Promise<number> {
   const { target, outDir, port } = options;
+  // The deploy code loads only for this command.
+  const [{ secretPutLines, writeDeployment }, { WorkerdSupervisor }] = await Promise.all([import('../deploy/generate.ts'), import('../deploy/supervisor.ts')]);
   const deployment = await writeDeployment(engine, { target, outDir, profile: options.profile, port, allowedOrigins: options.allowedOrigins });
   for (const k of deployment.skipped) ctx.err(`callable deploy: not deployed: ${k.function}: ${withCommand(k.reason, ctx.callable)}`);
   for (const u of deployment.ungranted) {

@@ -1,7 +1,6 @@
 import { StudioError } from '../engine/index.ts';
 import type { RunningHttpServer } from '../mcp/http.ts';
 import { parseAllowedOrigins } from '../mcp/httpOrigin.ts';
-import { serveMcpStdio } from '../mcp/stdio.ts';
 import { aborted, EXIT_OK, parse, signalExitCode, UsageError, type Command } from './common.ts';
 
 const mcp: Command = {
@@ -16,6 +15,8 @@ const mcp: Command = {
     const engine = ctx.engine();
     if (values.profile !== undefined) engine.profiles.get(values.profile);
     ctx.err(`callable mcp: serving ${values.profile ? `profile "${values.profile}"` : 'all enabled functions'} from ${ctx.dataDir} over stdio`);
+    // The MCP SDK loads only for the servers: every other command starts without it.
+    const { serveMcpStdio } = await import('../mcp/stdio.ts');
     await serveMcpStdio(engine, { profile: values.profile, stdin: ctx.io.stdin, stdout: ctx.io.stdout, diagnostic: (m) => ctx.err(m) });
     return EXIT_OK;
   },

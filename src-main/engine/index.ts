@@ -23,7 +23,7 @@ import {
   type FunctionRecord,
   type RunResult,
 } from './model/index.ts';
-import type { Resolver } from './net/guardedFetch.ts';
+import type { guardedFetch as GuardedFetch, Resolver } from './net/guardedFetch.ts';
 import type { Sandbox, SandboxOptions } from './sandbox/sandbox.ts';
 import { runFunction, type RunOptions } from './run.ts';
 import { corruptionOf, openDatabase, type Db } from './store/database.ts';
@@ -69,6 +69,11 @@ export type { PromptDesk, PromptState, AskOptions, AskOutcome } from './prompts/
 export { needsApproval, approvalSchema, APPROVAL_CHOICES, type ApprovalChoice, type ApprovalOutcome, type ApprovalRequest } from './prompts/approval.ts';
 
 export const PRODUCT_NAME = 'Callable Studio';
+
+/** How many functions a prewarm readies. */
+const PREWARM_LIMIT = 8;
+/** How long after a prewarm the network stack is loaded, if no request has loaded it by then. */
+const NET_PRELOAD_DELAY_MS = 300;
 
 /**
  * The data folder Electron's `userData` would be for the product name, so the app, the CLI and
@@ -360,10 +365,7 @@ export class Engine {
         credentials: this.credentials,
         runs: this.runs,
         schemas: this.#schemas,
-        sandbox: async () => {
-          const [sandbox, { guardedFetch, resolver }] = await Promise.all([this.#loadSandbox(), this.#loadNet()]);
-          return { sandbox, guardedFetch, resolver };
-        },
+        sandbox: async () => ({ sandbox: await this.#loadSandbox(), guardedFetch: this.#fetch, resolver: this.#resolve }),
         interrupt: this.#interrupt.signal,
         record: (recording) => this.#recordings.keep(recording),
       },
@@ -433,22 +435,31 @@ export class Engine {
   }
 
   /**
-   * Loads the sandbox and readies the isolates of up to `limit` functions in the background, so
-   * the first calls after a client lists its tools do not pay for it. Errors are left to the call.
+   * Loads the sandbox and readies the isolates of the first PREWARM_LIMIT of `names` in the
+   * background, so the first calls after a client lists its tools do not pay for it; with
+   * `validators` (the default) their argument validators are compiled here too. Errors are left to the call.
    */
-  prewarm(names: string[], limit = 8): void {
+  prewarm(names: string[], options: { validators?: boolean } = {}): void {
     setImmediate(() => {
       void this.#loadSandbox()
         .then((executor) => {
           executor.start();
-          const records = names.slice(0, limit).map((name) => {
+          const records = names.slice(0, PREWARM_LIMIT).map((name) => {
             const { record, compiled } = this.functions.load(name);
             executor.warm(name, effectiveLimits(record).memoryMb, compiled);
             return record;
           });
-          // While the hosts ready the isolates, their argument validators and the network stack are loaded here.
-          for (const record of records) this.#schemas.prepareStored(record.inputSchema, `${record.name}'s inputSchema`);
-          if (records.length > 0) void this.#loadNet().catch(() => {});
+          // While the hosts ready the isolates, the argument validators are compiled here: on later
+          // turns (the warm messages go out first), one a turn, so a call that comes meanwhile waits for one at most.
+          const prepare = (i: number): void => {
+            const record = records[i];
+            if (!record) return;
+            this.#schemas.prepareStored(record.inputSchema, `${record.name}'s inputSchema`);
+            setImmediate(prepare, i + 1);
+          };
+          if (options.validators !== false) setImmediate(prepare, 0);
+          // The network stack once things are quiet (a run's first request loads it otherwise).
+          if (records.length > 0) setTimeout(() => void this.#loadNet().catch(() => {}), NET_PRELOAD_DELAY_MS).unref();
         })
         .catch(() => {});
     });
@@ -468,7 +479,11 @@ export class Engine {
     return this.#sandbox;
   }
 
-  /** The network stack behind ctx.fetch, loaded by the first run. */
+  /** ctx.fetch: the network stack loads with a run's first request (a function that never fetches never waits for it). */
+  readonly #fetch: typeof GuardedFetch = async (request, policy) => (await this.#loadNet()).guardedFetch(request, policy);
+  readonly #resolve: Resolver = async (hostname) => (await this.#loadNet()).resolver(hostname);
+
+  /** The network stack behind ctx.fetch, loaded by the first request. */
   #loadNet() {
     this.#net ??= import('./net/guardedFetch.ts').then((net) => ({ guardedFetch: net.guardedFetch, resolver: this.#resolver ?? net.systemResolver }));
     return this.#net;

@@ -19,8 +19,8 @@ export interface McpEnginePort {
   run(name: string, args: unknown, options: McpRunOptions): Promise<RunResult>;
   /** Before a call: whether it may run (a destructive function needs a person's approval); a refused call is recorded by the engine. */
   approveCall(request: ApprovalRequest): Promise<ApprovalOutcome>;
-  /** Readies the sandbox for these functions in the background. */
-  prewarm(names: string[]): void;
+  /** Readies the sandbox for these functions in the background (and their argument validators, unless `validators` is false). */
+  prewarm(names: string[], options?: { validators?: boolean }): void;
   /** Calls the listener when any process changes functions or profiles; returns the unsubscribe function. */
   onCatalogChange(listener: () => void): () => void;
   /** The HTTP bearer token (kept by the engine's secret store); cheap to call per request: it re-reads the store only after a regeneration. */
