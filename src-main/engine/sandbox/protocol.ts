@@ -318,16 +318,25 @@ export function encodeFrame(message: EngineMessage | HostMessage): Buffer {
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
-/** Writes one message: a frame in two pieces goes out in one writev. */
-export function writeFrame(channel: NodeJS.WritableStream & { cork?(): void; uncork?(): void }, message: EngineMessage | HostMessage): void {
+/** Channels corked until the end of this turn of the event loop. */
+const corked = new WeakSet<object>();
+
+/**
+ * Writes one message. The channel stays corked until the end of the current turn, so the messages
+ * of one turn (the answers of several runs that ended together, a frame in two pieces) go out in
+ * one writev: one wake-up of the other side, not one per message.
+ */
+export function writeFrame(channel: NodeJS.WritableStream & { cork(): void; uncork(): void }, message: EngineMessage | HostMessage): void {
   const parts = frameParts(message);
-  if (parts.length === 1) {
-    channel.write(parts[0]!);
-    return;
+  if (!corked.has(channel)) {
+    corked.add(channel);
+    channel.cork();
+    process.nextTick(() => {
+      corked.delete(channel);
+      channel.uncork();
+    });
   }
-  channel.cork?.();
   for (const part of parts) channel.write(part);
-  channel.uncork?.();
 }
 
 function serializedFrame(message: EngineMessage | HostMessage): Buffer {
