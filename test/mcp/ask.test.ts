@@ -81,6 +81,13 @@ async function stdioClient(answers: Answers): Promise<{ client: Client; asked: {
   return { client, asked, close: () => client.close() };
 }
 
+/** The client declaring neither capability, shared by the tests that see it refused (each new client starts a `callable mcp`). */
+let bare: ReturnType<typeof stdioClient> | undefined;
+const bareClient = (): ReturnType<typeof stdioClient> => (bare ??= stdioClient({}));
+afterAll(async () => {
+  await (await bare)?.close();
+});
+
 const textOf = (result: unknown): string => ((result as { content: Array<{ text?: string }> }).content[0]?.text ?? '') as string;
 const valueOf = (result: unknown): unknown => JSON.parse(textOf(result));
 
@@ -156,16 +163,12 @@ describe('ctx.elicit through an MCP client with elicitation', () => {
   });
 
   it('a client without elicitation (and no studio) gets the function\'s clear rejection', async () => {
-    const { client, close } = await stdioClient({});
-    try {
-      // The engine's studio hook (askInStudio) is asked in the client's place; with no studio open it refuses.
-      expect(valueOf(await client.callTool({ name: 'sign_up', arguments: {} }))).toEqual({
-        failed: expect.stringMatching(/^ctx\.elicit: .*does not support elicitation.*Callable Studio is not open/),
-        code: 'ask_unavailable',
-      });
-    } finally {
-      await close();
-    }
+    const { client } = await bareClient();
+    // The engine's studio hook (askInStudio) is asked in the client's place; with no studio open it refuses.
+    expect(valueOf(await client.callTool({ name: 'sign_up', arguments: {} }))).toEqual({
+      failed: expect.stringMatching(/^ctx\.elicit: .*does not support elicitation.*Callable Studio is not open/),
+      code: 'ask_unavailable',
+    });
   });
 
   it('a 2026-07-28 client (no server-to-client requests in that revision) gets the same rejection', async () => {
@@ -186,51 +189,46 @@ describe('ctx.sample through an MCP client with sampling', () => {
     stopReason: 'endTurn',
   });
 
+  // One sampling client for the tests below; each counts the requests it was asked from where it started.
+  let sampling: Awaited<ReturnType<typeof stdioClient>>;
+  beforeAll(async () => {
+    sampling = await stdioClient({ sample: model });
+  });
+  afterAll(() => sampling.close());
+
   it('asks the client\'s model for a function whose settings allow it', async () => {
-    const { client, asked, close } = await stdioClient({ sample: model });
-    try {
-      expect(valueOf(await client.callTool({ name: 'summarize', arguments: { text: 'abc' } }))).toEqual(['test-model: short(14)']);
-      expect(asked.sample[0]?.params).toMatchObject({ messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: abc' } }], maxTokens: 20 });
-    } finally {
-      await close();
-    }
+    const { client, asked } = sampling;
+    const before = asked.sample.length;
+    expect(valueOf(await client.callTool({ name: 'summarize', arguments: { text: 'abc' } }))).toEqual(['test-model: short(14)']);
+    expect(asked.sample.slice(before)).toHaveLength(1);
+    expect(asked.sample[before]?.params).toMatchObject({ messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: abc' } }], maxTokens: 20 });
   });
 
   it('refuses a function without the setting, and never asks the client', async () => {
-    const { client, asked, close } = await stdioClient({ sample: model });
-    try {
-      expect(valueOf(await client.callTool({ name: 'summarize_off', arguments: { text: 'abc' } }))).toEqual([
-        'refused: ctx.sample: "summarize_off" may not ask the client\'s model; allow it in the function\'s settings with "sampling": { "maxCalls": N } (N at most 20)',
-      ]);
-      expect(asked.sample).toEqual([]);
-    } finally {
-      await close();
-    }
+    const { client, asked } = sampling;
+    const before = asked.sample.length;
+    expect(valueOf(await client.callTool({ name: 'summarize_off', arguments: { text: 'abc' } }))).toEqual([
+      'refused: ctx.sample: "summarize_off" may not ask the client\'s model; allow it in the function\'s settings with "sampling": { "maxCalls": N } (N at most 20)',
+    ]);
+    expect(asked.sample.slice(before)).toEqual([]);
   });
 
   it('one completion over sampling.maxCalls ends the call with an error naming the limit', async () => {
-    const { client, asked, close } = await stdioClient({ sample: model });
-    try {
-      const result = await client.callTool({ name: 'summarize', arguments: { text: 'abc', times: 3 } });
-      expect(result.isError).toBe(true);
-      expect(textOf(result)).toBe(
-        'summarize stopped at a sandbox limit (sample_limit): the function asked for more than 2 completions (sampling.maxCalls); ask for fewer or raise sampling.maxCalls (at most 20)',
-      );
-      expect(asked.sample).toHaveLength(2);
-    } finally {
-      await close();
-    }
+    const { client, asked } = sampling;
+    const before = asked.sample.length;
+    const result = await client.callTool({ name: 'summarize', arguments: { text: 'abc', times: 3 } });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe(
+      'summarize stopped at a sandbox limit (sample_limit): the function asked for more than 2 completions (sampling.maxCalls); ask for fewer or raise sampling.maxCalls (at most 20)',
+    );
+    expect(asked.sample.slice(before)).toHaveLength(2);
   });
 
   it('a client without sampling gets a clear rejection', async () => {
-    const { client, close } = await stdioClient({});
-    try {
-      expect(valueOf(await client.callTool({ name: 'summarize', arguments: { text: 'abc' } }))).toEqual([
-        'refused: ctx.sample: this client cannot answer sampling requests (it did not declare the sampling capability); call the function from a client that lends its model',
-      ]);
-    } finally {
-      await close();
-    }
+    const { client } = await bareClient();
+    expect(valueOf(await client.callTool({ name: 'summarize', arguments: { text: 'abc' } }))).toEqual([
+      'refused: ctx.sample: this client cannot answer sampling requests (it did not declare the sampling capability); call the function from a client that lends its model',
+    ]);
   });
 });
 
