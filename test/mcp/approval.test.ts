@@ -38,6 +38,10 @@ async function stdioClient(name: string, onElicit?: (request: ElicitRequest['par
   };
 }
 
+/** A client without elicitation, shared by the tests that need no fresh connection (each new one starts a `callable mcp`). */
+let plain: ReturnType<typeof stdioClient> | undefined;
+const plainClient = (): ReturnType<typeof stdioClient> => (plain ??= stdioClient('plain-agent'));
+
 const textOf = (result: CallResult): string => result.content.map((c) => c.text ?? '').join('');
 const deletes = (id: string): number => vendor.seen.filter((r) => r.method === 'DELETE' && r.url === `/customers/${id}`).length;
 /** The run recorded for the call with these arguments (from any process). */
@@ -77,7 +81,8 @@ beforeAll(async () => {
 
 afterEach(() => engine.prompts.closeStudio());
 
-afterAll(() => {
+afterAll(async () => {
+  await (await plain)?.close();
   engine.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
@@ -178,7 +183,7 @@ describe('approval before destructive calls', () => {
 
   it('asks in the studio when it is open: allow once runs the call, and the prompt shows function, client and arguments', async () => {
     const studio = openStudio();
-    const client = await stdioClient('plain-agent');
+    const client = await plainClient();
     try {
       const call = client.call('delete_customer', { id: 'c-studio' });
       const prompt = await studio.next('delete_customer');
@@ -194,7 +199,6 @@ describe('approval before destructive calls', () => {
       expect(() => engine.prompts.answer(prompt.id, { action: 'accept', content: { decision: 'deny' } })).toThrow(/already answered/);
       expect(engine.prompts.get(prompt.id)).toMatchObject({ state: 'answered', answer: { action: 'accept', content: { decision: 'allow_once' } } });
     } finally {
-      await client.close();
       studio.close();
     }
     await expect.poll(() => runFor('c-studio')).toMatchObject({ ok: true, approval: 'studio:allow_once', clientName: 'plain-agent' });
@@ -202,7 +206,7 @@ describe('approval before destructive calls', () => {
 
   it('a studio denial does not reach the vendor and is audited', async () => {
     const studio = openStudio();
-    const client = await stdioClient('plain-agent');
+    const client = await plainClient();
     try {
       const call = client.call('refund', { id: 'c-studio-deny' });
       engine.prompts.answer((await studio.next('refund')).id, { action: 'accept', content: { decision: 'deny' } });
@@ -210,7 +214,6 @@ describe('approval before destructive calls', () => {
       expect(result.isError).toBe(true);
       expect(textOf(result)).toMatch(/a person denied this call in Callable Studio/);
     } finally {
-      await client.close();
       studio.close();
     }
     expect(deletes('c-studio-deny')).toBe(0);
@@ -294,7 +297,7 @@ describe('approval before destructive calls', () => {
 
   it('a prompt nobody answers ends at the function deadline, expired and recorded', async () => {
     const studio = openStudio();
-    const client = await stdioClient('patient-agent');
+    const client = await plainClient();
     try {
       const call = client.call('quick_delete', { id: 'c-unanswered' });
       const prompt = await studio.next('quick_delete');
@@ -305,7 +308,6 @@ describe('approval before destructive calls', () => {
       expect(engine.prompts.pending().map((p) => p.id)).not.toContain(prompt.id);
       expect(() => engine.prompts.answer(prompt.id, { action: 'accept', content: { decision: 'allow_once' } })).toThrow(/can no longer be answered/);
     } finally {
-      await client.close();
       studio.close();
     }
     expect(deletes('c-unanswered')).toBe(0);
@@ -314,7 +316,7 @@ describe('approval before destructive calls', () => {
 
   it('the caller cancelling withdraws the prompt from the studio, and it is recorded', async () => {
     const studio = openStudio();
-    const client = await stdioClient('impatient-agent');
+    const client = await plainClient();
     try {
       const controller = new AbortController();
       const call = client.call('delete_customer', { id: 'c-cancelled' }, controller.signal);
@@ -326,7 +328,6 @@ describe('approval before destructive calls', () => {
       await until(() => studio.shown.at(-1)?.every((p) => p.id !== prompt.id) === true, 'the prompt to leave the studio');
       expect(() => engine.prompts.answer(prompt.id, { action: 'accept', content: { decision: 'allow_once' } })).toThrow(/the caller stopped waiting/);
     } finally {
-      await client.close();
       studio.close();
     }
     expect(deletes('c-cancelled')).toBe(0);
