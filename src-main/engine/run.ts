@@ -140,7 +140,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
         options.onLog?.(redactor.active ? { ...shown, message: redactor.text(shown.message) } : shown);
       },
       onProgress: (update) => {
-        if (!leak(JSON.stringify(update), 'a progress update')) options.onProgress?.(redactor.json(update));
+        if (!(watch && leak(JSON.stringify(update), 'a progress update'))) options.onProgress?.(redactor.json(update));
       },
       fetch: (request, signal, stream) =>
         track(seen(request), options.fetch ? options.fetch(seen(request), signal) : guardedFetch(request, {
@@ -167,10 +167,13 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
         return ask(request, askSignal);
       },
     });
-    // Checked here too: the logs and the outcome come from the sandbox host, which is not trusted.
-    for (const entry of outcome.logs) leak(entry.message, 'a log line');
-    if (outcome.ok) leak(JSON.stringify([outcome.value, outcome.content]), 'the result');
-    else leak(outcome.error.message, "the function's error");
+    // Checked here too: the logs and the outcome come from the sandbox host, which is not trusted
+    // (only a run holding placeholders has any to find: the result is not turned into text for nothing).
+    if (watch) {
+      for (const entry of outcome.logs) leak(entry.message, 'a log line');
+      if (outcome.ok) leak(JSON.stringify([outcome.value, outcome.content]), 'the result');
+      else leak(outcome.error.message, "the function's error");
+    }
     // durationMs is the whole run's, set once the result is ready.
     const metrics = { durationMs: 0, resultBytes: outcome.resultBytes, ...(outcome.heapBytes === undefined ? {} : { heapBytes: outcome.heapBytes }) };
     if (leaked) {
