@@ -48,6 +48,8 @@ export class Sandbox {
   readonly #slots: Array<HostProcess | undefined>;
   readonly #options: Required<Omit<SandboxOptions, 'hosts' | 'heartbeatTimeoutMs'>> & { heartbeatTimeoutMs?: number | undefined };
   readonly #deaths: number[] = [];
+  /** What each host was asked to warm (a replaced host starts with none). */
+  readonly #warmed = new WeakMap<HostProcess, Set<string>>();
   #disposed = false;
 
   constructor(options: SandboxOptions = {}) {
@@ -87,9 +89,14 @@ export class Sandbox {
     return host.run(job);
   }
 
-  /** Readies a function's isolate in its host ahead of its first call. */
+  /** Readies a function's isolate in its host ahead of its first call (once per host and version: a server warms at start and again when tools are listed). */
   warm(functionName: string, memoryMb: number, compiled: CompiledModule): void {
     const host = this.#host(this.#slotOf(functionName));
+    const key = `${functionName}@${compiled.hash}@${memoryMb}`;
+    const warmed = this.#warmed.get(host) ?? new Set<string>();
+    this.#warmed.set(host, warmed);
+    if (warmed.has(key)) return;
+    warmed.add(key);
     host.ready.then(() => host.warm(functionName, memoryMb, compiled), () => {});
   }
 
