@@ -38,7 +38,7 @@ const INPUTS_PREFIX = '// callable guest inputs: ';
 const require = createRequire(import.meta.url);
 
 export interface GuestBuild {
-  /** The script: its completion value is callablePrelude(hostSync, hostStart) -> [settle, invoke]. */
+  /** The script: its completion value is callablePrelude(hostSync, hostStart) -> the context's entry point (guest/index.js). */
   source: string;
   /** 'cache': read from the cache folder; 'build': built now (and cached when the folder allows it). */
   from: 'cache' | 'build';
@@ -106,7 +106,9 @@ function sourceKey(): string {
   const hash = createHash('sha256');
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
   // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
-  hash.update(`esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0`);
+  hash.update(
+    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0`,
+  );
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
     .map((d) => path.join(d.parentPath, d.name))
@@ -174,7 +176,28 @@ function ownModuleObjects(bundle: string): string {
     if (!helper.test(out)) throw new Error(`guest bundle: esbuild's helper ${/var (\w+)/.exec(replacement)![1]} is not the one guestBundle.ts replaces (another esbuild version?)`);
     out = out.replace(helper, replacement);
   }
-  return exportsInInitializers(out);
+  return plainInitializers(exportsInInitializers(out));
+}
+
+/** An ES module's initializer as esbuild writes it: `var init_x = __esm({ "path"() { body } });`. */
+const ESM_INITIALIZER = /^ {2}var init_(\w+) = __esm\(\{\n {4}"[^"\n]+"\(\) \{\n(?: {6}"use strict";\n)?((?:.*\n)*?) {4}\}\n {2}\}\);$/gm;
+
+/**
+ * esbuild's `__esm` wraps each module's initializer in an object, a closure over its state and a
+ * lookup of the object's one key, made in every fresh context for every module (most of the runtime's
+ * definitions). Written instead as a function that replaces itself before running the module's body
+ * (a module reached again while it initializes, or later, runs nothing) and, when the body throws,
+ * with one that throws that error again, as `__esm` does. Left as esbuild wrote it if any initializer
+ * has another layout.
+ */
+function plainInitializers(bundle: string): string {
+  const out = bundle.replace(
+    ESM_INITIALIZER,
+    (_, name: string, body: string) =>
+      `  var init_${name} = () => {\n    init_${name} = __esmDone;\n    try {\n${body}    } catch (error) {\n      init_${name} = () => {\n        throw error;\n      };\n      throw error;\n    }\n  };`,
+  );
+  if (out.includes('__esm({')) return bundle;
+  return out.replace(/^ {2}var __esm = \(fn, res, err\) => function __init\(\) \{\n(?:.*\n)*? {2}\};$/m, '  var __esmDone = () => {};');
 }
 
 /**

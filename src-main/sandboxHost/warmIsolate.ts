@@ -6,6 +6,7 @@ import type { GuestCode } from './guestCode.ts';
 /** A fresh, never-used context with the prelude installed: what one call needs. */
 export interface PreparedContext {
   context: ivm.Context;
+  /** The guest's entry point (guest/index.js): settle(id, ok, value) and invoke(exports, argsJson, …) are the same function. */
   settle: ivm.Reference;
   invoke: ivm.Reference<(...a: unknown[]) => unknown>;
   binding: HostBinding;
@@ -144,21 +145,18 @@ export class WarmIsolate {
     const binding: HostBinding = { ...REFUSE_ALL };
     const callbacks = [new ivm.Callback((...a: unknown[]) => binding.sync(...(a as [unknown]))), new ivm.Callback((op: unknown, p: unknown) => binding.start(op, p))];
     const context = sync ? isolate.createContextSync() : await isolate.createContext();
-    const refs: ivm.Reference[] = [];
+    let api: ivm.Reference<(...a: unknown[]) => unknown> | undefined;
     try {
       const options = { reference: true as const, timeout: PRELUDE_TIMEOUT_MS };
-      const api = (sync ? prelude.runSync(context, options) : await prelude.run(context, options)) as ivm.Reference<(...a: unknown[]) => unknown>;
-      refs.push(api);
+      api = (sync ? prelude.runSync(context, options) : await prelude.run(context, options)) as ivm.Reference<(...a: unknown[]) => unknown>;
       const applyOptions = { result: { reference: true as const }, timeout: PRELUDE_TIMEOUT_MS };
-      const pair = (sync ? api.applySync(undefined, callbacks, applyOptions) : await api.apply(undefined, callbacks, applyOptions)) as ivm.Reference<unknown[]>;
-      refs.push(pair);
-      const settle = (sync ? pair.getSync(0, { reference: true }) : await pair.get(0, { reference: true })) as ivm.Reference;
-      const invoke = (sync ? pair.getSync(1, { reference: true }) : await pair.get(1, { reference: true })) as ivm.Reference<(...a: unknown[]) => unknown>;
-      for (const r of refs) r.release();
+      // Two entries into the isolate per context: each one takes its lock.
+      const entry = (sync ? api.applySync(undefined, callbacks, applyOptions) : await api.apply(undefined, callbacks, applyOptions)) as ivm.Reference<(...a: unknown[]) => unknown>;
+      api.release();
       const prepared: PreparedContext = {
         context,
-        settle,
-        invoke,
+        settle: entry,
+        invoke: entry,
         binding,
         earlyLogs: [],
         release() {
@@ -167,8 +165,7 @@ export class WarmIsolate {
           // Throws only when the isolate is already gone, which released everything anyway.
           try {
             prepared.exports?.release();
-            settle.release();
-            invoke.release();
+            entry.release();
             context.release();
           } catch {
             /* disposed */
@@ -177,7 +174,7 @@ export class WarmIsolate {
       };
       return prepared;
     } catch (error) {
-      for (const r of refs) r.release();
+      api?.release();
       context.release();
       throw error;
     }

@@ -236,9 +236,51 @@ describe('the guest bundle', () => {
     const source = buildGuest();
     // esbuild writes each such module's __export(...) at the top level; the script has it in the module's initializer.
     expect(source.match(/^ {2}__export\((\w+), \{$/gm)).toEqual(['  __export(index_exports, {']);
-    const initializers = [...source.matchAll(/^ {2}var init_(\w+) = __esm\(\{\n {4}"[^"]+"\(\) \{\n {6}"use strict";\n {6}__export\((\w+)_exports, \{$/gm)];
+    const initializers = [...source.matchAll(/^ {2}var init_(\w+) = \(\) => \{\n {4}init_\1 = __esmDone;\n {4}try \{\n {6}__export\((\w+)_exports, \{$/gm)];
     expect(initializers.length).toBeGreaterThanOrEqual(8);
     expect(initializers.every(([, init, exported]) => init === exported)).toBe(true);
+  });
+
+  it('runs a guest module\'s initializer once, and a failed one throws its error again on every later load', async () => {
+    // Without esbuild's __esm wrapper (guestBundle.ts rewrites it): the same behaviour, fewer objects per context.
+    const modules: Plugin = {
+      name: 'init-check',
+      setup(b) {
+        b.onResolve({ filter: /^virtual:/ }, (args) => ({ path: args.path, namespace: 'init-check' }));
+        b.onLoad({ filter: /.*/, namespace: 'init-check' }, (args) => ({
+          contents:
+            args.path === 'virtual:fails'
+              ? `globalThis.failRuns = (globalThis.failRuns ?? 0) + 1;\nexport const never = globalThis.failRuns > 0 ? (() => { throw new Error('init failed ' + globalThis.failRuns); })() : 1;`
+              : `globalThis.okRuns = (globalThis.okRuns ?? 0) + 1;\nexport const value = 42;`,
+          loader: 'js',
+        }));
+      },
+    };
+    const result = await build({
+      ...GUEST_BUILD_OPTIONS,
+      entryPoints: [],
+      stdin: {
+        resolveDir: GUEST_DIR,
+        sourcefile: 'init-check.js',
+        contents: `
+          import { defineLazyGlobal } from './globals.js';
+          defineLazyGlobal('okValue', () => require('virtual:ok').value);
+          defineLazyGlobal('okAgain', () => require('virtual:ok').value);
+          defineLazyGlobal('failing', () => require('virtual:fails').never);
+          export function callablePrelude() { return () => undefined; }
+        `,
+      },
+      plugins: [modules],
+    });
+    for (const input of Object.keys(result.metafile.inputs)) if (input.startsWith('init-check:')) delete result.metafile.inputs[input];
+    const source = guestScript(result);
+    expect(source).not.toContain('__esm(');
+    const { prelude, globals } = evaluate(source);
+    install(prelude);
+    expect(globals('[globalThis.okRuns, globalThis.failRuns]')).toEqual([undefined, undefined]);
+    expect(globals('[okValue, okAgain, okValue, globalThis.okRuns]')).toEqual([42, 42, 42, 1]);
+    const attempt = 'try { failing; "loaded" } catch (e) { e.message }';
+    expect([globals(attempt), globals(attempt), globals('globalThis.failRuns')]).toEqual(['init failed 1', 'init failed 1', 1]);
   });
 
   it('is compiled from V8\'s code cache by every isolate once the host has made it', async () => {

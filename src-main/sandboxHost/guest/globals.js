@@ -31,20 +31,20 @@ export const defineLazyGlobal = (name, factory) => {
   let made = false;
   /** @type {unknown} */
   let value;
-  ObjectDefineProperty(G, name, {
-    configurable: true,
-    enumerable: false,
-    get() {
-      if (!made) {
-        value = factory();
-        made = true;
-        defineGlobal(name, value);
-      }
-      return value;
-    },
-    /** @param {unknown} replacement */
-    set(replacement) {
-      defineGlobal(name, replacement);
-    },
-  });
+  // One function is both the getter and the setter (an assignment passes the new value): a fresh
+  // context makes one closure per global, not two.
+  /** @param {unknown[]} replacement */
+  const access = (...replacement) => {
+    if (replacement.length > 0) {
+      defineGlobal(name, replacement[0]);
+      return undefined;
+    }
+    if (!made) {
+      value = factory();
+      made = true;
+      defineGlobal(name, value);
+    }
+    return value;
+  };
+  ObjectDefineProperty(G, name, { configurable: true, enumerable: false, get: access, set: access });
 };

@@ -6,8 +6,10 @@
 // - every intrinsic it relies on is captured (intrinsics.js) before any function code runs, and it
 //   never uses `instanceof` or a global the function can replace;
 // - only copies cross: strings, numbers, plain data and byte arrays (host.js).
-// callablePrelude returns [settle, invoke]: the host calls settle(id, ok, value) to finish an async
-// host operation, and invoke(moduleExports, argsJson, functionName, runId, deadline) to run the handler.
+// callablePrelude returns the context's one entry point for the host: entry(id, ok, value) finishes
+// an async host operation (settle: `ok` is a boolean), entry(moduleExports, argsJson, functionName,
+// runId, deadline) runs the handler (invoke: `argsJson` is a string). One function, so the host takes
+// a single reference out of each fresh context.
 import { connect, settle } from './host.js';
 import { install as installConsole } from './console.js';
 import { install as installTimers } from './timers.js';
@@ -24,10 +26,13 @@ const textCoders = () => require('./textCoders.js');
 /** @returns {typeof import('./url.js')} */
 const url = () => require('./url.js');
 
+/** Made once per context, never reachable from function code: the host alone holds it. @param {any} a @param {boolean | string} b @param {unknown} c @param {unknown} [d] @param {number} [e] */
+const entry = (a, b, c, d, e) => (typeof b === 'boolean' ? settle(a, b, c) : invoke(a, /** @type {string} */ (b), c, d, /** @type {number} */ (e)));
+
 /**
  * @param {import('./host.js').HostSync} hostSync
  * @param {import('./host.js').HostStart} hostStart
- * @returns {[settle: (id: number, ok: boolean, value: unknown) => void, invoke: (moduleExports: any, argsJson: string, functionName: unknown, runId: unknown, deadline: number) => Promise<string>]}
+ * @returns {(a: any, b: boolean | string, c: unknown, d?: unknown, e?: number) => void | Promise<string>}
  */
 export function callablePrelude(hostSync, hostStart) {
   connect(hostSync, hostStart);
@@ -41,5 +46,5 @@ export function callablePrelude(hostSync, hostStart) {
   defineLazyGlobal('URL', () => url().URL);
   defineLazyGlobal('Headers', () => /** @type {typeof import('./headers.js')} */ (require('./headers.js')).Headers);
   installWeb();
-  return [settle, invoke];
+  return entry;
 }
