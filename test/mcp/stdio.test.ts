@@ -14,6 +14,7 @@ beforeAll(async () => {
   const engine = createEngine({ dataDir });
   await seedMcpFunctions(engine);
   await engine.saveFunction({ spec: { name: 'spin', timeoutMs: 300 }, source: 'export default () => { for (;;) {} }' });
+  await engine.saveFunction({ spec: { name: 'loaded_at' }, source: 'const loadedAt = Date.now(); export default () => ({ loadedAt })' });
   await engine.credentials.set({ name: 'vault', hosts: ['api.example.com'], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, 'kept-in-the-keychain');
   await engine.saveFunction(
     { spec: { name: 'needs_secret', allowedHosts: ['api.example.com'], credentials: ['vault'] }, source: "export default async (a, ctx) => (await ctx.fetch('https://api.example.com/', { credential: 'vault' })).status" },
@@ -75,6 +76,21 @@ describe('callable mcp over stdio', () => {
     expect(await s.reply(2)).toMatchObject({ result: { isError: true, content: [{ text: expect.stringMatching(/vault/) }] } });
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'echo', arguments: { text: 'still here' } } }));
     expect(await s.reply(3)).toMatchObject({ result: { structuredContent: { echo: 'still here', n: 2 } } });
+    s.child.stdin.end();
+    expect(await new Promise<number | null>((resolve) => s.child.on('exit', resolve))).toBe(0);
+  });
+
+  it('readies the functions it serves while the client connects: a first call finds its module already evaluated, without a tools/list', async () => {
+    const s = startRaw();
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+    await s.reply(1);
+    s.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    // Room for the sandbox host to start on a loaded machine; nothing asks the server for anything meanwhile.
+    await new Promise((r) => setTimeout(r, 3000));
+    const calledAt = Date.now();
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'loaded_at', arguments: {} } }));
+    const reply = (await s.reply(2)) as { result: { content: Array<{ text: string }> } };
+    expect((JSON.parse(reply.result.content[0]!.text) as { loadedAt: number }).loadedAt).toBeLessThan(calledAt);
     s.child.stdin.end();
     expect(await new Promise<number | null>((resolve) => s.child.on('exit', resolve))).toBe(0);
   });
