@@ -6,6 +6,7 @@
 // allocating). The engine watches its heartbeat and kills it when it wedges.
 import module from 'node:module';
 import { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { ERROR_CODES, StudioError, type ErrorCode } from '../engine/model/errors.ts';
 import { EngineMessageCheck, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, writeFrame, type EngineMessage, type HostMessage, type IncomingResponse, type ResponseHead, type ResponseSink } from '../engine/sandbox/protocol.ts';
 import { FETCH_ABORTED } from './bridge.ts';
@@ -64,9 +65,11 @@ channel.on('error', die);
 function handle(message: EngineMessage): void {
   switch (message.t) {
     case 'run':
+      watchMemory();
       void startRun(message);
       return;
     case 'warm': {
+      watchMemory();
       const compiled = moduleOf(message);
       if (compiled) void executor.warm(message.fn, message.memoryMb, compiled).catch(() => {});
       return;
@@ -169,6 +172,8 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
     send({ t: 'done', runId, outcome: { ok: false, error: { code: 'internal', message: `the sandbox failed: ${error instanceof Error ? error.message : String(error)}` }, logs: [], durationMs: 0, resultBytes: 0 } });
   } finally {
     runs.delete(runId);
+    // The spare context prepared next may evaluate the module's top level.
+    watchMemory();
   }
 }
 
@@ -229,22 +234,43 @@ function suspects(): string[] {
   return busiest.length > 0 ? busiest : [...now.keys()];
 }
 
-setInterval(() => {
-  const rss = process.memoryUsage.rss();
+/** Ends the process, saying so, when it is over its cap; true when it is. */
+function overCap(rss: number): boolean {
   const cap = capBytes(rss);
-  if (rss > cap - TRIGGER_MARGIN_BYTES) {
-    send({ t: 'overCap', rssBytes: rss, capBytes: cap, suspects: suspects() });
-    // Said; now go (the write is flushed first, with a fallback in case it never is).
-    channel.end(() => die());
-    setTimeout(die, 100);
-    return;
-  }
-  cpuSamples.push(executor.cpuTimes());
-  if (cpuSamples.length > CPU_WINDOW) cpuSamples.shift();
-}, WATCH_MS);
+  if (rss <= cap - TRIGGER_MARGIN_BYTES) return false;
+  send({ t: 'overCap', rssBytes: rss, capBytes: cap, suspects: suspects() });
+  // Said; now go (the write is flushed first, with a fallback in case it never is).
+  channel.end(() => die());
+  setTimeout(die, 100);
+  return true;
+}
+
+/**
+ * The cap is watched every WATCH_MS while guest code may allocate (a run, a warm-up, the spare
+ * context prepared after a run, which may evaluate a module's top level) and for WATCH_GRACE_MS
+ * after; an idle host is checked at the heartbeat's pace only (sampling every 10 ms cost an idle
+ * host about 1% of a core).
+ */
+const WATCH_GRACE_MS = 1000;
+let watchUntil = 0;
+let watch: NodeJS.Timeout | undefined;
+function watchMemory(): void {
+  watchUntil = performance.now() + WATCH_GRACE_MS;
+  watch ??= setInterval(() => {
+    if (overCap(process.memoryUsage.rss())) return;
+    cpuSamples.push(executor.cpuTimes());
+    if (cpuSamples.length > CPU_WINDOW) cpuSamples.shift();
+    if (runs.size === 0 && performance.now() > watchUntil) {
+      clearInterval(watch);
+      watch = undefined;
+      cpuSamples.length = 0;
+    }
+  }, WATCH_MS);
+}
 
 setInterval(() => {
   const rss = process.memoryUsage.rss();
+  if (watch === undefined && overCap(rss)) return;
   send({ t: 'beat', rssBytes: rss, capBytes: capBytes(rss), runs: runs.size });
   // Reparented: the engine died without closing the channel (it always closes on SIGKILL, but be sure).
   if (process.ppid !== parentPid) die();

@@ -165,6 +165,26 @@ describe('a sandbox host process', () => {
   });
 });
 
+describe.skipIf(process.platform !== 'linux')('an idle sandbox host (reads /proc, Linux only)', () => {
+  it('wakes a few times a second (its heartbeat), not every 10 ms as while guest code may allocate', async () => {
+    const engine = freshEngine();
+    await engine.saveFunction({ spec: { name: 'echo' } as never, source: ECHO });
+    expect(await engine.run('echo', { text: 'x' }, { caller: 'test' })).toMatchObject({ ok: true });
+    const pid = engine.sandboxHosts[0]!.pid;
+    // The sleeps of its main thread: one per wake-up.
+    const sleeps = () => Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+    const during = async (ms: number) => {
+      const before = sleeps();
+      await new Promise((r) => setTimeout(r, ms));
+      return sleeps() - before;
+    };
+    // Right after a call it watches its memory closely (the spare context it prepares may run the module's top level).
+    expect(await during(500)).toBeGreaterThan(20);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await during(2000)).toBeLessThan(60);
+  });
+});
+
 describe('a host started before the sandbox (callable mcp and callable serve start one while they load)', () => {
   async function echoJob(text: string): Promise<SandboxJob> {
     const engine = freshEngine();
