@@ -12,8 +12,18 @@ const G = globalThis;
  */
 export const loaded = ObjectCreate(null);
 
+// The descriptors every global is defined with, made once and refilled: in a fresh context, whose
+// functions have no feedback yet, each object literal is made by a runtime call, and a context
+// defines some fifty globals. No prototype, so nothing a function put on Object.prototype is read.
+const DATA = /** @type {PropertyDescriptor} */ ({ __proto__: null, value: undefined, writable: true, configurable: true, enumerable: false });
+const ACCESSOR = /** @type {PropertyDescriptor} */ ({ __proto__: null, get: undefined, set: undefined, configurable: true, enumerable: false });
+
 /** @param {string} name @param {unknown} value */
-export const defineGlobal = (name, value) => ObjectDefineProperty(G, name, { value, writable: true, configurable: true, enumerable: false });
+export const defineGlobal = (name, value) => {
+  DATA.value = value;
+  ObjectDefineProperty(G, name, DATA);
+  DATA.value = undefined;
+};
 
 /**
  * A global built on first access: heavy code (web-streams-polyfill, fflate…) must not cost a call
@@ -46,5 +56,9 @@ export const defineLazyGlobal = (name, factory) => {
     }
     return value;
   };
-  ObjectDefineProperty(G, name, { configurable: true, enumerable: false, get: access, set: access });
+  ACCESSOR.get = access;
+  ACCESSOR.set = access;
+  ObjectDefineProperty(G, name, ACCESSOR);
+  ACCESSOR.get = undefined;
+  ACCESSOR.set = undefined;
 };
