@@ -25,40 +25,46 @@ export const defineGlobal = (name, value) => {
   DATA.value = undefined;
 };
 
+/** Values of the globals made on first use so far, by name (a getter read again after it was replaced). */
+const made = /** @type {Record<string, unknown>} */ (ObjectCreate(null));
+
 /**
  * A global built on first access: heavy code (web-streams-polyfill, fflate…) must not cost a call
  * that never uses it. `factory` runs once; its value then replaces the getter as a plain data
  * property, and assigning the global first just replaces it without running the factory.
+ *
+ * Its getter and setter are one function, written where the global is defined as
+ * `(...replacement) => lazyGlobal(name, replacement, () => …)`: a fresh context makes that one
+ * closure per global (no scope of its own, no factory until it is read). An assignment passes the
+ * new value; a read makes the value once.
  *
  * A factory loads a library or a guest module with `require('pkg')` inside its body, never with a
  * top-level import: esbuild bundles what is required inside a lazy initializer (`__commonJS` /
  * `__esm`), so its top level runs only on that first require (test/engine/guestBundle.test.ts proves
  * it). That code then runs after function code, so it must not rely on globals a function can
  * replace for anything safety depends on: a guest module takes every intrinsic from intrinsics.js.
- * @param {string} name @param {() => unknown} factory
+ * @param {string} name @param {unknown[]} replacement @param {() => unknown} factory
  */
-export const defineLazyGlobal = (name, factory) => {
-  let made = false;
-  /** @type {unknown} */
-  let value;
-  // One function is both the getter and the setter (an assignment passes the new value): a fresh
-  // context makes one closure per global, not two.
-  /** @param {unknown[]} replacement */
-  const access = (...replacement) => {
-    if (replacement.length > 0) {
-      defineGlobal(name, replacement[0]);
-      return undefined;
-    }
-    if (!made) {
-      value = factory();
-      made = true;
-      defineGlobal(name, value);
-    }
-    return value;
-  };
-  ACCESSOR.get = access;
-  ACCESSOR.set = access;
+export const lazyGlobal = (name, replacement, factory) => {
+  if (replacement.length > 0) {
+    defineGlobal(name, replacement[0]);
+    return undefined;
+  }
+  if (!(name in made)) {
+    made[name] = factory();
+    defineGlobal(name, made[name]);
+  }
+  return made[name];
+};
+
+/** Defines the global `name` with `accessor` as its getter and setter (see lazyGlobal). @param {string} name @param {(...replacement: unknown[]) => unknown} accessor */
+export const defineLazyAccessor = (name, accessor) => {
+  ACCESSOR.get = accessor;
+  ACCESSOR.set = accessor;
   ObjectDefineProperty(G, name, ACCESSOR);
   ACCESSOR.get = undefined;
   ACCESSOR.set = undefined;
 };
+
+/** The same for a name known only when it runs (one more closure and scope per global). @param {string} name @param {() => unknown} factory */
+export const defineLazyGlobal = (name, factory) => defineLazyAccessor(name, (...replacement) => lazyGlobal(name, replacement, factory));

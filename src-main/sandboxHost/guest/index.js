@@ -15,7 +15,7 @@ import { install as installConsole } from './console.js';
 import { install as installTimers } from './timers.js';
 import { install as installBase64 } from './base64.js';
 import { install as installRandom } from './random.js';
-import { defineLazyGlobal } from './globals.js';
+import { defineLazyAccessor, lazyGlobal } from './globals.js';
 import { invoke } from './invoke.js';
 import { installWeb } from './web/index.js';
 
@@ -39,12 +39,12 @@ export function callablePrelude(hostSync, hostStart) {
   installConsole();
   installTimers();
   installBase64();
-  defineLazyGlobal('TextEncoder', () => textCoders().TextEncoder);
-  defineLazyGlobal('TextDecoder', () => textCoders().TextDecoder);
+  defineLazyAccessor('TextEncoder', (...v) => lazyGlobal('TextEncoder', v, () => textCoders().TextEncoder));
+  defineLazyAccessor('TextDecoder', (...v) => lazyGlobal('TextDecoder', v, () => textCoders().TextDecoder));
   installRandom();
-  defineLazyGlobal('URLSearchParams', () => url().URLSearchParams);
-  defineLazyGlobal('URL', () => url().URL);
-  defineLazyGlobal('Headers', () => /** @type {typeof import('./headers.js')} */ (require('./headers.js')).Headers);
+  defineLazyAccessor('URLSearchParams', (...v) => lazyGlobal('URLSearchParams', v, () => url().URLSearchParams));
+  defineLazyAccessor('URL', (...v) => lazyGlobal('URL', v, () => url().URL));
+  defineLazyAccessor('Headers', (...v) => lazyGlobal('Headers', v, () => /** @type {typeof import('./headers.js')} */ (require('./headers.js')).Headers));
   installWeb();
   return entry;
 }

@@ -3,7 +3,7 @@
 // legacy code constants on the constructor and the prototype, Error.prototype as its prototype;
 // and WebIDL's argument-count check the web modules share.
 import { ObjectDefineProperty, ObjectSetPrototypeOf, ErrorCtor, TypeErrorCtor, SymbolToStringTag, str } from '../intrinsics.js';
-import { defineLazyGlobal } from '../globals.js';
+import { defineLazyAccessor, lazyGlobal } from '../globals.js';
 
 // V8's own: gives a DOMException the `stack` an Error has.
 const captureStackTrace = /** @type {(target: object, ctor?: Function) => void} */ (/** @type {any} */ (ErrorCtor).captureStackTrace);
@@ -125,5 +125,5 @@ export const needArgs = (given, needed, what) => {
 };
 
 export function install() {
-  defineLazyGlobal('DOMException', DOMExceptionClass);
+  defineLazyAccessor('DOMException', (...v) => lazyGlobal('DOMException', v, DOMExceptionClass));
 }

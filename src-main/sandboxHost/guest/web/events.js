@@ -22,7 +22,7 @@ import {
   bareList,
 } from '../intrinsics.js';
 import { sync, start } from '../host.js';
-import { defineLazyGlobal } from '../globals.js';
+import { defineLazyAccessor, lazyGlobal } from '../globals.js';
 import { log } from '../console.js';
 import { domException, needArgs } from './domException.js';
 
@@ -618,9 +618,9 @@ export const getEventHandler = (target, type) => getHandler(target, type);
 export const setEventHandler = (target, type, value) => setHandler(target, type, value);
 
 export function install() {
-  defineLazyGlobal('Event', () => events().Event);
-  defineLazyGlobal('CustomEvent', () => events().CustomEvent);
-  defineLazyGlobal('EventTarget', () => events().EventTarget);
-  defineLazyGlobal('AbortController', () => events().AbortController);
-  defineLazyGlobal('AbortSignal', () => events().AbortSignal);
+  defineLazyAccessor('Event', (...v) => lazyGlobal('Event', v, () => events().Event));
+  defineLazyAccessor('CustomEvent', (...v) => lazyGlobal('CustomEvent', v, () => events().CustomEvent));
+  defineLazyAccessor('EventTarget', (...v) => lazyGlobal('EventTarget', v, () => events().EventTarget));
+  defineLazyAccessor('AbortController', (...v) => lazyGlobal('AbortController', v, () => events().AbortController));
+  defineLazyAccessor('AbortSignal', (...v) => lazyGlobal('AbortSignal', v, () => events().AbortSignal));
 }

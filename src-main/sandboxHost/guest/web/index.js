@@ -4,7 +4,7 @@
 // a lazy global (esbuild wraps it in a lazy initializer), so a call that never touches Blob, File,
 // FormData, FileReader, fetch, Request, Response or WebCrypto never runs it.
 
-import { defineLazyGlobal } from '../globals.js';
+import { defineLazyAccessor, lazyGlobal } from '../globals.js';
 import { install as installDOMException } from './domException.js';
 import { install as installEvents } from './events.js';
 import { install as installMisc } from './misc.js';
@@ -22,14 +22,14 @@ export function installWeb() {
   installEvents();
   installMisc();
   installStreams();
-  defineLazyGlobal('SubtleCrypto', () => subtle().interfaces().SubtleCrypto);
-  defineLazyGlobal('CryptoKey', () => subtle().interfaces().CryptoKey);
-  defineLazyGlobal('Blob', () => blob().Blob);
-  defineLazyGlobal('File', () => blob().File);
-  defineLazyGlobal('FormData', () => /** @type {typeof import('./formData.js')} */ (require('./formData.js')).FormData);
-  defineLazyGlobal('FileReader', () => /** @type {typeof import('./fileReader.js')} */ (require('./fileReader.js')).classes().FileReader);
-  defineLazyGlobal('ProgressEvent', () => /** @type {typeof import('./fileReader.js')} */ (require('./fileReader.js')).classes().ProgressEvent);
-  defineLazyGlobal('Request', () => fetchModule().Request);
-  defineLazyGlobal('Response', () => fetchModule().Response);
-  defineLazyGlobal('fetch', () => fetchModule().fetchFn);
+  defineLazyAccessor('SubtleCrypto', (...v) => lazyGlobal('SubtleCrypto', v, () => subtle().interfaces().SubtleCrypto));
+  defineLazyAccessor('CryptoKey', (...v) => lazyGlobal('CryptoKey', v, () => subtle().interfaces().CryptoKey));
+  defineLazyAccessor('Blob', (...v) => lazyGlobal('Blob', v, () => blob().Blob));
+  defineLazyAccessor('File', (...v) => lazyGlobal('File', v, () => blob().File));
+  defineLazyAccessor('FormData', (...v) => lazyGlobal('FormData', v, () => /** @type {typeof import('./formData.js')} */ (require('./formData.js')).FormData));
+  defineLazyAccessor('FileReader', (...v) => lazyGlobal('FileReader', v, () => /** @type {typeof import('./fileReader.js')} */ (require('./fileReader.js')).classes().FileReader));
+  defineLazyAccessor('ProgressEvent', (...v) => lazyGlobal('ProgressEvent', v, () => /** @type {typeof import('./fileReader.js')} */ (require('./fileReader.js')).classes().ProgressEvent));
+  defineLazyAccessor('Request', (...v) => lazyGlobal('Request', v, () => fetchModule().Request));
+  defineLazyAccessor('Response', (...v) => lazyGlobal('Response', v, () => fetchModule().Response));
+  defineLazyAccessor('fetch', (...v) => lazyGlobal('fetch', v, () => fetchModule().fetchFn));
 }

@@ -20,7 +20,7 @@ import {
 } from '../intrinsics.js';
 import { start } from '../host.js';
 import { newTimer, timerActive, clearTimer } from '../timers.js';
-import { defineGlobal, defineLazyGlobal, loaded } from '../globals.js';
+import { defineGlobal, defineLazyAccessor, lazyGlobal, loaded } from '../globals.js';
 import { domException } from './domException.js';
 import { events, now, timeOrigin, reportException } from './events.js';
 
@@ -172,9 +172,9 @@ export const structuredCloneFn = function structuredClone(value, options) {
 };
 
 export function install() {
-  defineLazyGlobal('Performance', () => makePerformance().Performance);
-  defineLazyGlobal('performance', () => makePerformance().performance);
-  defineLazyGlobal('navigator', makeNavigator);
+  defineLazyAccessor('Performance', (...v) => lazyGlobal('Performance', v, () => makePerformance().Performance));
+  defineLazyAccessor('performance', (...v) => lazyGlobal('performance', v, () => makePerformance().performance));
+  defineLazyAccessor('navigator', (...v) => lazyGlobal('navigator', v, makeNavigator));
   defineGlobal('reportError', /** @param {unknown} error */ function reportError(error) {
     if (arguments.length === 0) throw new TypeErrorCtor('reportError: 1 argument required, but only 0 present');
     reportException(error);

@@ -17,7 +17,7 @@ import {
   call,
   str,
 } from '../intrinsics.js';
-import { defineLazyGlobal } from '../globals.js';
+import { defineLazyAccessor, lazyGlobal } from '../globals.js';
 import { utf8Encode, encodingOf, streamDecoder, bufferSourceCopy as copyOfBufferSource } from '../encoding.js';
 import { needArgs } from './domException.js';
 
@@ -263,11 +263,26 @@ const makeTransforms = (TransformStream) => {
   return made;
 };
 
-/** @param {keyof StreamClasses} name */
-const lazyStreamGlobal = (name) => defineLazyGlobal(name, () => streams()[name]);
+/** The factory of one stream class (made when its global is first read). @param {keyof StreamClasses} name */
+const streamClass = (name) => () => streams()[name];
 
-// Plain index loops: this runs in every fresh context, where a spread's iterators cost more than the loop.
+// Written out, one closure per global: this runs in every fresh context (STREAM_CLASSES, TRANSFORM_CLASSES).
 export function install() {
-  for (let i = 0; i < STREAM_CLASSES.length; i++) lazyStreamGlobal(/** @type {keyof StreamClasses} */ (STREAM_CLASSES[i]));
-  for (let i = 0; i < TRANSFORM_CLASSES.length; i++) lazyStreamGlobal(/** @type {keyof StreamClasses} */ (TRANSFORM_CLASSES[i]));
+  defineLazyAccessor('ReadableStream', (...v) => lazyGlobal('ReadableStream', v, streamClass('ReadableStream')));
+  defineLazyAccessor('ReadableStreamDefaultReader', (...v) => lazyGlobal('ReadableStreamDefaultReader', v, streamClass('ReadableStreamDefaultReader')));
+  defineLazyAccessor('ReadableStreamBYOBReader', (...v) => lazyGlobal('ReadableStreamBYOBReader', v, streamClass('ReadableStreamBYOBReader')));
+  defineLazyAccessor('ReadableStreamBYOBRequest', (...v) => lazyGlobal('ReadableStreamBYOBRequest', v, streamClass('ReadableStreamBYOBRequest')));
+  defineLazyAccessor('ReadableByteStreamController', (...v) => lazyGlobal('ReadableByteStreamController', v, streamClass('ReadableByteStreamController')));
+  defineLazyAccessor('ReadableStreamDefaultController', (...v) => lazyGlobal('ReadableStreamDefaultController', v, streamClass('ReadableStreamDefaultController')));
+  defineLazyAccessor('WritableStream', (...v) => lazyGlobal('WritableStream', v, streamClass('WritableStream')));
+  defineLazyAccessor('WritableStreamDefaultWriter', (...v) => lazyGlobal('WritableStreamDefaultWriter', v, streamClass('WritableStreamDefaultWriter')));
+  defineLazyAccessor('WritableStreamDefaultController', (...v) => lazyGlobal('WritableStreamDefaultController', v, streamClass('WritableStreamDefaultController')));
+  defineLazyAccessor('TransformStream', (...v) => lazyGlobal('TransformStream', v, streamClass('TransformStream')));
+  defineLazyAccessor('TransformStreamDefaultController', (...v) => lazyGlobal('TransformStreamDefaultController', v, streamClass('TransformStreamDefaultController')));
+  defineLazyAccessor('ByteLengthQueuingStrategy', (...v) => lazyGlobal('ByteLengthQueuingStrategy', v, streamClass('ByteLengthQueuingStrategy')));
+  defineLazyAccessor('CountQueuingStrategy', (...v) => lazyGlobal('CountQueuingStrategy', v, streamClass('CountQueuingStrategy')));
+  defineLazyAccessor('TextEncoderStream', (...v) => lazyGlobal('TextEncoderStream', v, streamClass('TextEncoderStream')));
+  defineLazyAccessor('TextDecoderStream', (...v) => lazyGlobal('TextDecoderStream', v, streamClass('TextDecoderStream')));
+  defineLazyAccessor('CompressionStream', (...v) => lazyGlobal('CompressionStream', v, streamClass('CompressionStream')));
+  defineLazyAccessor('DecompressionStream', (...v) => lazyGlobal('DecompressionStream', v, streamClass('DecompressionStream')));
 }
