@@ -107,7 +107,7 @@ function sourceKey(): string {
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
   // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
   hash.update(
-    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0`,
+    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0${ownModuleObjects.toString()}\0`,
   );
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
@@ -176,6 +176,9 @@ function ownModuleObjects(bundle: string): string {
     if (!helper.test(out)) throw new Error(`guest bundle: esbuild's helper ${/var (\w+)/.exec(replacement)![1]} is not the one guestBundle.ts replaces (another esbuild version?)`);
     out = out.replace(helper, replacement);
   }
+  // The entry's exports are read once, for callablePrelude: taken from the object __export gave
+  // them, not through __toCommonJS (a delete and a property per export in every fresh context).
+  out = out.replace(/^ {2}return __toCommonJS\(index_exports\);$/m, '  return { callablePrelude: index_exports.__exports.callablePrelude() };');
   return plainInitializers(exportsInInitializers(out));
 }
 
