@@ -1,5 +1,6 @@
-#!/usr/bin/env -S node --no-node-snapshot
-// The `callable` command. --no-node-snapshot is required by isolated-vm on Node 20+.
+#!/usr/bin/env node
+// The `callable` command. It runs without --no-node-snapshot (Node starts ~40 ms faster with its
+// snapshot): isolated-vm, which needs the flag, runs only in the sandbox hosts, started with it.
 // Diagnostics go to stderr: stdout may be an MCP stdio channel.
 import module from 'node:module';
 

@@ -27,7 +27,7 @@ export function stdioLaunch(node: string, bin: string, mcpArgs: readonly string[
     const value = env[name];
     if (value !== undefined && value !== '') passed[name] = value;
   }
-  return { command: node, args: ['--no-node-snapshot', bin, 'mcp', ...mcpArgs], env: passed };
+  return { command: node, args: [bin, 'mcp', ...mcpArgs], env: passed };
 }
 
 export interface StdioConfigs {

@@ -77,7 +77,7 @@ describe('printed MCP client configs', () => {
       expect(printed.code, printed.stderr).toBe(0);
       const config = JSON.parse(printed.stdout) as { command: string; args: string[]; env: Record<string, string>; claudeDesktop: string; vscode: string; claudeCode: string };
       expect(config.command).toBe(process.execPath);
-      expect(config.args).toEqual(['--no-node-snapshot', CALLABLE_BIN, 'mcp', '--data-dir', data]);
+      expect(config.args).toEqual([CALLABLE_BIN, 'mcp', '--data-dir', data]);
       expect(config.env.DBUS_SESSION_BUS_ADDRESS).toBe(process.env.DBUS_SESSION_BUS_ADDRESS);
       expect(printed.stdout).not.toContain(SECRET);
       // What the user pastes into Claude Desktop is the same launch.
@@ -99,7 +99,7 @@ describe('printed MCP client configs', () => {
       const cursor = (JSON.parse(configs.value.stdio.cursor) as { mcpServers: { callable: { command: string; args: string[]; env: Record<string, string> } } }).mcpServers.callable;
       expect(cursor.command).toBe(process.execPath);
       expect(cursor.env.DBUS_SESSION_BUS_ADDRESS).toBe(process.env.DBUS_SESSION_BUS_ADDRESS);
-      expect(configs.value.stdio.claudeCode).toMatch(/^claude mcp add callable -e DBUS_SESSION_BUS_ADDRESS=\S+ .*-- \S+ --no-node-snapshot \S+callable\.js mcp --data-dir /);
+      expect(configs.value.stdio.claudeCode).toMatch(/^claude mcp add callable -e DBUS_SESSION_BUS_ADDRESS=\S+ .*-- \S+ \S+callable\.js mcp --data-dir /);
       await launchAndCall('2025-11-25', cursor, '/nonexistent-bin');
     } finally {
       api.close();

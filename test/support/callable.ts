@@ -3,8 +3,8 @@ import { join } from 'node:path';
 
 export const REPO = join(import.meta.dirname, '../..');
 export const CALLABLE_BIN = join(REPO, 'bin/callable.js');
-/** How a client or test starts `callable`: this Node, with the flag isolated-vm needs. */
-export const CALLABLE_COMMAND = { command: process.execPath, args: ['--no-node-snapshot', CALLABLE_BIN] };
+/** How a client or test starts `callable`: this Node (the sandbox hosts it starts get the flag isolated-vm needs). */
+export const CALLABLE_COMMAND = { command: process.execPath, args: [CALLABLE_BIN] };
 
 export interface ServeProcess {
   url: string;
