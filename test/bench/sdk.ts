@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { createEngine, MemorySecretStore } from '../../src-main/engine/index.ts';
 import { KEPT_PACKAGES, PINNED_SDKS, pinnedSdk, sdkDependencies, type PinnedSdk } from '../support/vendors/sdkPins.ts';
 import { fmt, median, table } from './stats.ts';
-import { alternate, CALLABLE_BIN, checkedCall, NO_SNAPSHOT, productStdio, REPO, startStdio, type CallOutcome } from './targets.ts';
+import { alternate, CALLABLE_BIN, checkedCall, productStdio, REPO, startStdio, type CallOutcome } from './targets.ts';
 
 export const SDK_PACKAGE = 'openai';
 const OPENAI = pinnedSdk(SDK_PACKAGE);
@@ -23,7 +23,7 @@ const WARM_SAVES = 3;
 /** Runs `callable ARGS` as a user would; resolves with its exit code and output. */
 function callable(args: string[], timeoutMs: number): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [NO_SNAPSHOT, CALLABLE_BIN, ...args], { cwd: REPO, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CALLABLE_BIN, ...args], { cwd: REPO, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       resolve({ code, stdout, stderr: stderr || (error && !stderr ? error.message : '') });
     });

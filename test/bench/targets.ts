@@ -14,7 +14,7 @@ export const CALLABLE_BIN = join(REPO, 'bin/callable.js');
 export const PLAIN_SERVER = join(import.meta.dirname, 'plainServer.ts');
 export const SUBPROCESS_CALL = join(import.meta.dirname, 'subprocessCall.mjs');
 export const CLIENT_INFO = { name: 'callable-bench', version: '1.0.0' };
-/** isolated-vm needs it; the product's bin/callable.js shebang passes it too. */
+/** isolated-vm needs it in the process that loads it: the plain servers with a context, and the product's sandbox hosts (which callable starts with it), not callable itself. */
 export const NO_SNAPSHOT = '--no-node-snapshot';
 
 // ---------------------------------------------------------------- cleanup ----
@@ -259,7 +259,7 @@ export interface StdioSpec {
 }
 
 export function productStdio(dataDir: string): StdioSpec {
-  return { key: 'product-stdio', label: 'callable mcp (stdio)', command: process.execPath, args: [NO_SNAPSHOT, CALLABLE_BIN, 'mcp', '--data-dir', dataDir] };
+  return { key: 'product-stdio', label: 'callable mcp (stdio)', command: process.execPath, args: [CALLABLE_BIN, 'mcp', '--data-dir', dataDir] };
 }
 
 export function plainStdio(extraNodeFlags: string[] = []): StdioSpec {
@@ -395,7 +395,7 @@ export async function startHttp(kind: 'product' | 'plain', dataDir: string, time
       ? {
           key: 'product-http',
           label: 'callable serve (HTTP)',
-          args: [NO_SNAPSHOT, CALLABLE_BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--no-auth', '--data-dir', dataDir],
+          args: [CALLABLE_BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--no-auth', '--data-dir', dataDir],
           pattern: /MCP on (http:\/\/\S+\/mcp)/,
         }
       : { key: 'plain-http', label: 'plain SDK server (HTTP)', args: [PLAIN_SERVER, 'http'], pattern: /PLAIN on (http:\/\/\S+\/mcp)/ };
