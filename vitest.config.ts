@@ -1,4 +1,6 @@
+import { globSync, readFileSync } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
+import FreshFirst from './test/setup/freshFirst.ts';
 
 /** Every test file is in exactly one tier (test/tiers.test.ts checks it). */
 export const TEST_FILES = ['test/**/*.test.ts', 'test/**/*.spec.ts'];
@@ -30,6 +32,37 @@ export const ALONE_FILES = ['test/engine/limits.test.ts', 'test/engine/sandboxHo
 /** The built renderer in Chromium (needs `electron-vite build` first). */
 export const E2E_FILES = ['test/e2e/**/*.test.ts', 'test/e2e/**/*.spec.ts'];
 
+/**
+ * Integration files that leave processes running after their last test (engines, sandbox hosts or
+ * keychain stores they never close): the end of their own process stops them. In a process shared
+ * with later files they would pile up (test/setup/leftovers.ts fails a shared file that does).
+ */
+export const OWN_PROCESS_FILES = [
+  'test/engine/echoedSecrets.test.ts',
+  'test/engine/echoedSecretsAttacks.test.ts',
+  'test/engine/keychain.test.ts',
+  'test/engine/oauth.test.ts',
+  'test/engine/oauthStudio.test.ts',
+  'test/engine/packages.test.ts',
+  'test/engine/savedTests.test.ts',
+  'test/engine/scaffold.test.ts',
+];
+
+/**
+ * Test helpers that register a vitest hook as they load (test/support/fsFaults.ts undoes its
+ * faults after each test that way). A process that runs file after file loads a helper once, so
+ * only its first file would get the hook: files that import one get a fresh process each, as do
+ * OWN_PROCESS_FILES.
+ */
+const read = (file: string): string => readFileSync(new URL(file, import.meta.url), 'utf8');
+export const HOOKED_HELPERS = globSync('test/support/**/*.ts', { cwd: import.meta.dirname })
+  .map((file) => file.split('\\').join('/'))
+  .filter((file) => /^(?:before|after)(?:Each|All)\(/m.test(read(file)));
+export const FRESH_FILES = globSync(TEST_FILES, { cwd: import.meta.dirname, exclude: ['**/node_modules/**', ...UNIT_FILES, ...ALONE_FILES, 'test/e2e/**'] })
+  .map((file) => file.split('\\').join('/'))
+  .filter((file) => OWN_PROCESS_FILES.includes(file) || HOOKED_HELPERS.some((helper) => read(file).includes(`/${helper.slice('test/'.length)}'`)))
+  .sort();
+
 /** Real components: isolated-vm needs --no-node-snapshot on Node 20+, and the keychain tests a private keyring. */
 const real = {
   pool: 'forks' as const,
@@ -54,6 +87,7 @@ export default defineConfig({
     reporters: ['default', './test/setup/summaryReporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    sequence: { sequencer: FreshFirst },
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT_FILES, pool: 'threads', maxWorkers: MAX_WORKERS.unit, sequence: { groupOrder: 3 } } },
       {
@@ -61,12 +95,19 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: TEST_FILES,
-          exclude: [...configDefaults.exclude, ...UNIT_FILES, ...ALONE_FILES, ...E2E_FILES],
+          exclude: [...configDefaults.exclude, ...UNIT_FILES, ...FRESH_FILES, ...ALONE_FILES, ...E2E_FILES],
           ...real,
+          // Each worker process runs file after file: starting a process, vitest and the engine's
+          // modules again for every file was a fifth of these files' CPU. No integration file changes
+          // process-wide state (environment, cwd, listeners, mocks, globals) without putting it back
+          // (test/tiers.test.ts checks what it can), and what a file starts, it stops (leftovers.ts).
+          isolate: false,
+          setupFiles: ['test/setup/leftovers.ts'],
           maxWorkers: MAX_WORKERS.integration,
           sequence: { groupOrder: 1 },
         },
       },
+      { extends: true, test: { name: 'integration:fresh', include: FRESH_FILES, ...real, maxWorkers: MAX_WORKERS.integration, sequence: { groupOrder: 1 } } },
       { extends: true, test: { name: 'integration:alone', include: ALONE_FILES, ...real, maxWorkers: MAX_WORKERS.alone, sequence: { groupOrder: 2 } } },
       {
         extends: true,

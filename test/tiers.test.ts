@@ -17,12 +17,13 @@ interface Project {
   exclude: string[];
   maxWorkers: unknown;
   groupOrder: number;
+  isolate: boolean;
 }
 const projects: Project[] = (config.test?.projects ?? []).map((project) => {
   if (typeof project !== 'object' || !('test' in project) || !project.test?.name) throw new Error('each project is inline, with a name');
-  const { name: named, include = [], exclude = [], maxWorkers, sequence } = project.test;
+  const { name: named, include = [], exclude = [], maxWorkers, sequence, isolate = true } = project.test;
   const name = typeof named === 'string' ? named : named.label;
-  return { name, tier: name.split(':')[0]!, include, exclude, maxWorkers, groupOrder: sequence?.groupOrder ?? 0 };
+  return { name, tier: name.split(':')[0]!, include, exclude, maxWorkers, groupOrder: sequence?.groupOrder ?? 0, isolate };
 });
 const tiers = [...new Set(projects.map((p) => p.tier))];
 const matches = (file: string, globs: string[]): boolean => globs.some((glob) => matchesGlob(file, glob));
@@ -56,6 +57,19 @@ describe('test tiers', () => {
     // One vitest run with no project or file filter runs every tier, after the lint, the type check
     // and the build (which the e2e tier loads) have all passed.
     expect(scripts.test).toMatch(/^npm run check -- --no-cache --build && vitest run$/);
+  });
+
+  it('that run file after file in one process change nothing process-wide that a later file would see', () => {
+    const shared = testFiles.filter((file) => projects.some((p) => !p.isolate && matches(file, p.include) && !matches(file, p.exclude)));
+    expect(shared.length).toBeGreaterThan(50);
+    const changes = shared.flatMap((file) => {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      const kept = [...text.matchAll(/\b(vi\.(?:mock|doMock|stubGlobal|stubEnv|useFakeTimers)|process\.(?:chdir|umask|setMaxListeners))\(/g)].map((m) => m[1]);
+      // The environment a file sets, it puts back after each test.
+      const env = [...text.matchAll(/process\.env\.(\w+) = /g)].map((m) => m[1]!).filter((name) => !new RegExp(`afterEach\\(\\(\\) => \\{[^}]*process\\.env\\.${name} = `).test(text));
+      return [...kept, ...env.map((name) => `process.env.${name}`)].map((what) => `${file}: ${what}`);
+    });
+    expect(changes).toEqual([]);
   });
 
   it('each run as many files at once as the README says, and those with different counts in different groups (vitest refuses the run otherwise)', () => {
