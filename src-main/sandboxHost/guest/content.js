@@ -2,11 +2,10 @@
 // ctx.content: what a function returns for MCP content other than JSON (branded, frozen items).
 import { ObjectCreate, ObjectFreeze, TypeErrorCtor, WeakMapCtor, WeakMapSet, WeakMapHas, call, str } from './intrinsics.js';
 import { bytesToBase64 } from './base64.js';
-import { toBytes } from './encoding.js';
 
 const contentBrand = new WeakMapCtor();
 /** @param {unknown} data @param {string} what */
-const dataOf = (data, what) => (typeof data === 'string' ? data : bytesToBase64(toBytes(data, what)));
+const dataOf = (data, what) => (typeof data === 'string' ? data : bytesToBase64(/** @type {typeof import('./encoding.js')} */ (require('./encoding.js')).toBytes(data, what)));
 /** @template {object} T @param {T} item @returns {Readonly<T>} */
 const brand = (item) => {
   const frozen = ObjectFreeze(item);

@@ -4,6 +4,8 @@
 // UTF-16LE/BE, the legacy single-byte encodings (windows-1252, iso-8859-x, koi8-r…) and
 // x-user-defined. The legacy multi-byte encodings (shift_jis, euc-jp, iso-2022-jp, gbk, gb18030,
 // big5, euc-kr) are not: their labels get a RangeError that says so.
+// Loaded on first use (require), so its top level may run after function code: it takes every
+// intrinsic from intrinsics.js.
 import {
   ReflectApply,
   ArrayPush,
@@ -29,12 +31,11 @@ import {
   DataViewBuffer,
   DataViewByteOffset,
   DataViewByteLength,
+  SharedByteLength,
 } from './intrinsics.js';
 import { sync } from './host.js';
 import { singleByteEncodings } from './legacyEncodings.js';
 
-const SharedArrayBufferProto = typeof SharedArrayBuffer === 'function' ? SharedArrayBuffer.prototype : undefined;
-const SharedByteLength = SharedArrayBufferProto && /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(SharedArrayBufferProto, 'byteLength')).get;
 
 /** @param {unknown} v */
 const isSharedBuffer = (v) => {

@@ -7,6 +7,7 @@ export const ReflectApply = Reflect.apply;
 export const ReflectOwnKeys = Reflect.ownKeys;
 export const ReflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
 export const ObjectCreate = Object.create;
+export const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 export const ObjectFreeze = Object.freeze;
 export const ObjectKeys = Object.keys;
 export const ObjectHasOwn = Object.hasOwn;
@@ -17,6 +18,7 @@ export const ObjectSetPrototypeOf = Object.setPrototypeOf;
 export const ObjectPrototypeToString = Object.prototype.toString;
 export const ArrayIsArray = Array.isArray;
 export const ArrayPush = Array.prototype.push;
+export const ArrayIncludes = Array.prototype.includes;
 export const ArrayJoin = Array.prototype.join;
 export const ArrayMap = Array.prototype.map;
 export const ArraySlice = Array.prototype.slice;
@@ -45,6 +47,8 @@ export const PromiseCtor = Promise;
 export const PromiseResolve = Promise.resolve.bind(Promise);
 export const PromiseThen = Promise.prototype.then;
 export const ErrorCtor = Error;
+// V8's own: gives an object the `stack` an Error has (DOMException).
+export const ErrorCaptureStackTrace = /** @type {(target: object, ctor?: Function) => void} */ (/** @type {any} */ (Error).captureStackTrace);
 export const TypeErrorCtor = TypeError;
 export const RangeErrorCtor = RangeError;
 export const Uint8ArrayCtor = Uint8Array;
@@ -57,6 +61,8 @@ export const TypedArrayByteOffset = /** @type {() => number} */ (/** @type {Prop
 // The array's own kind ('Uint8Array'…), undefined for anything else: unlike Object.prototype.toString, not fooled by an own Symbol.toStringTag.
 export const TypedArrayName = /** @type {() => string | undefined} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(TypedArrayProto, Symbol.toStringTag)).get);
 export const ArrayBufferByteLength = /** @type {() => number} */ (/** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')).get);
+/** SharedArrayBuffer's byteLength getter (a brand check), or undefined where there is none. */
+export const SharedByteLength = typeof SharedArrayBuffer === 'function' ? /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength')).get : undefined;
 export const ArrayBufferSlice = ArrayBuffer.prototype.slice;
 export const TypedArraySet = TypedArrayProto.set;
 export const DataViewCtor = DataView;
@@ -74,6 +80,7 @@ export const WeakMapCtor = WeakMap;
 export const WeakMapGet = WeakMap.prototype.get;
 export const WeakMapSet = WeakMap.prototype.set;
 export const WeakMapHas = WeakMap.prototype.has;
+export const SymbolCtor = Symbol;
 export const SymbolIterator = Symbol.iterator;
 export const SymbolToStringTag = Symbol.toStringTag;
 export const IteratorPrototype = ObjectGetPrototypeOf(ObjectGetPrototypeOf(/** @type {any} */ ([])[SymbolIterator]()));

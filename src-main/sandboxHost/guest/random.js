@@ -15,7 +15,10 @@ import {
 } from './intrinsics.js';
 import { sync } from './host.js';
 import { defineGlobal } from './globals.js';
-import { domException } from './web/domException.js';
+
+// DOMException's module loads with the first error that needs one.
+/** @param {string} message @param {string} name */
+const domException = (message, name) => /** @type {typeof import('./web/domException.js')} */ (require('./web/domException.js')).domException(message, name);
 
 /** The integer arrays WebCrypto accepts; any other view (floats, DataView) is a TypeMismatchError. */
 const INTEGER_ARRAYS = /** @type {Record<string, true | undefined>} */ (

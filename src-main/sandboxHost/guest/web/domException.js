@@ -1,12 +1,10 @@
 // @ts-check
 // DOMException (WebIDL): name, message and the legacy code as accessors on the prototype, the
 // legacy code constants on the constructor and the prototype, Error.prototype as its prototype;
-// and WebIDL's argument-count check the web modules share.
-import { ObjectDefineProperty, ObjectSetPrototypeOf, ErrorCtor, TypeErrorCtor, SymbolToStringTag, str } from '../intrinsics.js';
-import { defineLazyAccessor, lazyGlobal } from '../globals.js';
+// and WebIDL's argument-count check the web modules share. Loaded on first use (web/index.js defines
+// the global), so its top level may run after function code: it takes every intrinsic from intrinsics.js.
+import { ObjectDefineProperty, ObjectSetPrototypeOf, ErrorCtor, ErrorCaptureStackTrace as captureStackTrace, TypeErrorCtor, SymbolToStringTag, str } from '../intrinsics.js';
 
-// V8's own: gives a DOMException the `stack` an Error has.
-const captureStackTrace = /** @type {(target: object, ctor?: Function) => void} */ (/** @type {any} */ (ErrorCtor).captureStackTrace);
 
 /** The legacy code of each name that has one (the WebIDL error names table), in code order; made on first use. */
 const legacyTable = () => /** @type {Array<[constant: string, name: string]>} */ ([
@@ -123,7 +121,3 @@ export const isDOMException = (value) => made !== undefined && isDOMExceptionImp
 export const needArgs = (given, needed, what) => {
   if (given < needed) throw new TypeErrorCtor(`${what}: ${needed} argument${needed > 1 ? 's' : ''} required, but only ${given} present`);
 };
-
-export function install() {
-  defineLazyAccessor('DOMException', (...v) => lazyGlobal('DOMException', v, DOMExceptionClass));
-}

@@ -1,6 +1,7 @@
 // @ts-check
 // Event, CustomEvent, EventTarget, AbortController and AbortSignal, per the DOM standard, and the
-// clock and exception reporting they share with misc.js (performance, reportError). State
+// helpers the runtime's own modules use. Loaded on first use (eventsBase.js defines the globals), so
+// its top level may run after function code: it takes every intrinsic from intrinsics.js. State
 // lives in private fields, so what a function does to these prototypes cannot change how the
 // runtime's own code (fetch, streams) reads a signal: it uses the helpers exported at the end.
 import {
@@ -17,57 +18,14 @@ import {
   MapDelete,
   SymbolIterator,
   SymbolToStringTag,
+  SymbolCtor,
   call,
   str,
   bareList,
 } from '../intrinsics.js';
-import { sync, start } from '../host.js';
-import { defineLazyAccessor, lazyGlobal } from '../globals.js';
-import { log } from '../console.js';
+import { start } from '../host.js';
+import { now, reportException } from './eventsBase.js';
 import { domException, needArgs } from './domException.js';
-
-const DateNow = Date.now;
-const MathRound = Math.round;
-
-// ---- the clock ----
-// The time origin is when the context was made (Date.now(): free, and whole milliseconds). The
-// host's monotonic clock is asked only when the time is read, and is anchored to the origin on its
-// first use, so a plain call costs no host operation. The host gives it in 100 µs steps.
-export const timeOrigin = DateNow();
-let anchorHost = -1;
-let anchorOffset = 0;
-let last = 0;
-
-/** Milliseconds since the context's time origin, in 100 µs steps; never goes back. */
-export const now = () => {
-  let host;
-  try {
-    host = sync('now');
-  } catch {
-    host = undefined;
-  }
-  let t;
-  if (typeof host !== 'number') t = DateNow() - timeOrigin;
-  else {
-    if (anchorHost < 0) {
-      anchorHost = host;
-      anchorOffset = DateNow() - timeOrigin;
-    }
-    t = MathRound((anchorOffset + host - anchorHost) * 10) / 10;
-  }
-  if (t > last) last = t;
-  return last;
-};
-
-// ---- reportError: HTML's "report an exception" ----
-/** Logs an exception nobody caught (a listener's, a timer's) as console.error does; never throws. @param {unknown} error */
-export const reportException = (error) => {
-  try {
-    log('error', ['Uncaught', error]);
-  } catch {
-    // The log limit: the host has already ended the run.
-  }
-};
 
 const NONE = 0;
 const CAPTURING_PHASE = 1;
@@ -114,7 +72,7 @@ let reasonImpl;
 let abortImpl;
 /** @type {(...args: any[]) => any} */
 let onAbortImpl;
-const CREATE = Symbol('AbortSignal');
+const CREATE = SymbolCtor('AbortSignal');
 
 // The classes are made on first use: a plain call never pays for them.
 const make = () => {
@@ -616,11 +574,3 @@ export const fireEvent = (target, event) => dispatch(event, target, true);
 export const getEventHandler = (target, type) => getHandler(target, type);
 /** Sets an event handler attribute (onload…) on an EventTarget, as its IDL setter does. @param {object} target @param {string} type @param {unknown} value */
 export const setEventHandler = (target, type, value) => setHandler(target, type, value);
-
-export function install() {
-  defineLazyAccessor('Event', (...v) => lazyGlobal('Event', v, () => events().Event));
-  defineLazyAccessor('CustomEvent', (...v) => lazyGlobal('CustomEvent', v, () => events().CustomEvent));
-  defineLazyAccessor('EventTarget', (...v) => lazyGlobal('EventTarget', v, () => events().EventTarget));
-  defineLazyAccessor('AbortController', (...v) => lazyGlobal('AbortController', v, () => events().AbortController));
-  defineLazyAccessor('AbortSignal', (...v) => lazyGlobal('AbortSignal', v, () => events().AbortSignal));
-}

@@ -5,10 +5,9 @@
 // FormData, FileReader, fetch, Request, Response or WebCrypto never runs it.
 
 import { defineLazyAccessor, lazyGlobal } from '../globals.js';
-import { install as installDOMException } from './domException.js';
-import { install as installEvents } from './events.js';
+import { install as installEvents } from './eventsBase.js';
 import { install as installMisc } from './misc.js';
-import { install as installStreams } from './streams.js';
+import { install as installStreams } from './streamGlobals.js';
 
 /** @returns {typeof import('./blob.js')} */
 const blob = () => require('./blob.js');
@@ -18,7 +17,7 @@ const subtle = () => require('./subtle.js');
 const fetchModule = () => require('./fetch.js');
 
 export function installWeb() {
-  installDOMException();
+  defineLazyAccessor('DOMException', (...v) => lazyGlobal('DOMException', v, () => /** @type {typeof import('./domException.js')} */ (require('./domException.js')).DOMExceptionClass()));
   installEvents();
   installMisc();
   installStreams();

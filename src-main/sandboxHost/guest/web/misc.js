@@ -21,8 +21,14 @@ import {
 import { start } from '../host.js';
 import { newTimer, timerActive, clearTimer } from '../timers.js';
 import { defineGlobal, defineLazyAccessor, lazyGlobal, loaded } from '../globals.js';
-import { domException } from './domException.js';
-import { events, now, timeOrigin, reportException } from './events.js';
+import { now, timeOrigin, reportException } from './eventsBase.js';
+
+// DOMException's module loads with the first error that needs one.
+/** @param {string} message @param {string} name */
+const domException = (message, name) => /** @type {typeof import('./domException.js')} */ (require('./domException.js')).domException(message, name);
+
+/** @returns {ReturnType<typeof import('./events.js').events>} */
+const events = () => /** @type {typeof import('./events.js')} */ (require('./events.js')).events();
 
 const ArrayIncludes = Array.prototype.includes;
 const SetForEach = Set.prototype.forEach;

@@ -1,10 +1,13 @@
 // @ts-check
 // WHATWG streams (web-streams-polyfill's ponyfill), TextEncoderStream/TextDecoderStream and
-// CompressionStream/DecompressionStream (fflate). All of it is loaded on first use: a call that
-// never touches a stream pays nothing.
+// CompressionStream/DecompressionStream (fflate). All of it is loaded on first use (its globals are
+// defined by streamGlobals.js): a call that never touches a stream pays nothing. Its top level may
+// run after function code, so it takes every intrinsic from intrinsics.js.
 import {
   ObjectCreate,
   ObjectDefineProperty,
+  ObjectGetOwnPropertyDescriptor,
+  ArrayIncludes,
   StringCharCodeAt,
   StringSlice,
   TypeErrorCtor,
@@ -17,12 +20,8 @@ import {
   call,
   str,
 } from '../intrinsics.js';
-import { defineLazyAccessor, lazyGlobal } from '../globals.js';
-import { utf8Encode, encodingOf, streamDecoder, bufferSourceCopy as copyOfBufferSource } from '../encoding.js';
 import { needArgs } from './domException.js';
 
-const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-const ArrayIncludes = Array.prototype.includes;
 
 /** The stream classes of the WHATWG Streams standard, as the WinterTC Minimum Common API lists them. */
 const STREAM_CLASSES = /** @type {const} */ ([
@@ -71,9 +70,13 @@ export function streams() {
 }
 
 
+// The Encoding helpers load with the first stream class (a plain call never needs them).
+/** @returns {typeof import('../encoding.js')} */
+const encodingModule = () => require('../encoding.js');
+
 /** A copy of a BufferSource chunk (an ArrayBuffer, a SharedArrayBuffer or a view of one). @param {unknown} chunk @param {string} what */
 const bufferSourceCopy = (chunk, what) => {
-  const bytes = copyOfBufferSource(chunk);
+  const bytes = encodingModule().bufferSourceCopy(chunk);
   if (bytes === undefined) throw new TypeErrorCtor(`${what}: each chunk must be an ArrayBuffer or an ArrayBufferView`);
   return bytes;
 };
@@ -87,6 +90,7 @@ const INFLATE_SLICE = 16 * 1024;
 
 /** @param {any} TransformStream */
 const makeTransforms = (TransformStream) => {
+  const { utf8Encode, encodingOf, streamDecoder } = encodingModule();
   // Read through the getters as loaded, not through what a function may later put on the prototype.
   const proto = TransformStream.prototype;
   const readableOf = /** @type {() => unknown} */ (/** @type {PropertyDescriptor} */ (ObjectGetOwnPropertyDescriptor(proto, 'readable')).get);
@@ -262,27 +266,3 @@ const makeTransforms = (TransformStream) => {
   }
   return made;
 };
-
-/** The factory of one stream class (made when its global is first read). @param {keyof StreamClasses} name */
-const streamClass = (name) => () => streams()[name];
-
-// Written out, one closure per global: this runs in every fresh context (STREAM_CLASSES, TRANSFORM_CLASSES).
-export function install() {
-  defineLazyAccessor('ReadableStream', (...v) => lazyGlobal('ReadableStream', v, streamClass('ReadableStream')));
-  defineLazyAccessor('ReadableStreamDefaultReader', (...v) => lazyGlobal('ReadableStreamDefaultReader', v, streamClass('ReadableStreamDefaultReader')));
-  defineLazyAccessor('ReadableStreamBYOBReader', (...v) => lazyGlobal('ReadableStreamBYOBReader', v, streamClass('ReadableStreamBYOBReader')));
-  defineLazyAccessor('ReadableStreamBYOBRequest', (...v) => lazyGlobal('ReadableStreamBYOBRequest', v, streamClass('ReadableStreamBYOBRequest')));
-  defineLazyAccessor('ReadableByteStreamController', (...v) => lazyGlobal('ReadableByteStreamController', v, streamClass('ReadableByteStreamController')));
-  defineLazyAccessor('ReadableStreamDefaultController', (...v) => lazyGlobal('ReadableStreamDefaultController', v, streamClass('ReadableStreamDefaultController')));
-  defineLazyAccessor('WritableStream', (...v) => lazyGlobal('WritableStream', v, streamClass('WritableStream')));
-  defineLazyAccessor('WritableStreamDefaultWriter', (...v) => lazyGlobal('WritableStreamDefaultWriter', v, streamClass('WritableStreamDefaultWriter')));
-  defineLazyAccessor('WritableStreamDefaultController', (...v) => lazyGlobal('WritableStreamDefaultController', v, streamClass('WritableStreamDefaultController')));
-  defineLazyAccessor('TransformStream', (...v) => lazyGlobal('TransformStream', v, streamClass('TransformStream')));
-  defineLazyAccessor('TransformStreamDefaultController', (...v) => lazyGlobal('TransformStreamDefaultController', v, streamClass('TransformStreamDefaultController')));
-  defineLazyAccessor('ByteLengthQueuingStrategy', (...v) => lazyGlobal('ByteLengthQueuingStrategy', v, streamClass('ByteLengthQueuingStrategy')));
-  defineLazyAccessor('CountQueuingStrategy', (...v) => lazyGlobal('CountQueuingStrategy', v, streamClass('CountQueuingStrategy')));
-  defineLazyAccessor('TextEncoderStream', (...v) => lazyGlobal('TextEncoderStream', v, streamClass('TextEncoderStream')));
-  defineLazyAccessor('TextDecoderStream', (...v) => lazyGlobal('TextDecoderStream', v, streamClass('TextDecoderStream')));
-  defineLazyAccessor('CompressionStream', (...v) => lazyGlobal('CompressionStream', v, streamClass('CompressionStream')));
-  defineLazyAccessor('DecompressionStream', (...v) => lazyGlobal('DecompressionStream', v, streamClass('DecompressionStream')));
-}
