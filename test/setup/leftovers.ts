@@ -34,8 +34,9 @@ if (process.platform === 'linux') {
   afterAll(async () => {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
-      // esbuild's service is started once per process, for every later file too; a zombie has ended.
-      const left = [...children()].filter(([pid, command]) => !before.has(pid) && command !== '' && !command.includes(' --service='));
+      // esbuild's service is started once per process, for every later file too; the keychain
+      // helper ends itself 30 s after its last request (keychainProcess.ts); a zombie has ended.
+      const left = [...children()].filter(([pid, command]) => !before.has(pid) && command !== '' && !command.includes(' --service=') && !command.includes('/keychainHelper.'));
       if (left.length === 0) return;
       if (Date.now() > deadline) {
         const listed = left.map(([pid, command]) => `${pid} ${command.slice(0, 160)}`).join('; ');
