@@ -3,13 +3,14 @@
 import { ObjectCreate, ObjectFreeze, TypeErrorCtor, WeakMapCtor, WeakMapSet, WeakMapHas, call, str } from './intrinsics.js';
 import { bytesToBase64 } from './base64.js';
 
-const contentBrand = new WeakMapCtor();
+/** Made with the first content item (a plain call makes none). @type {WeakMap<object, true> | undefined} */
+let contentBrand;
 /** @param {unknown} data @param {string} what */
 const dataOf = (data, what) => (typeof data === 'string' ? data : bytesToBase64(/** @type {typeof import('./encoding.js')} */ (require('./encoding.js')).toBytes(data, what)));
 /** @template {object} T @param {T} item @returns {Readonly<T>} */
 const brand = (item) => {
   const frozen = ObjectFreeze(item);
-  call(WeakMapSet, contentBrand, frozen, true);
+  call(WeakMapSet, (contentBrand ??= new WeakMapCtor()), frozen, true);
   return frozen;
 };
 export const content = ObjectCreate(null);
@@ -29,4 +30,4 @@ content.resource = /** @param {any} resource */ (resource) => {
 ObjectFreeze(content);
 
 /** Whether `value` is an item one of the helpers above made (a brand the function cannot forge). @param {unknown} value */
-export const isContent = (value) => value !== null && typeof value === 'object' && call(WeakMapHas, contentBrand, value);
+export const isContent = (value) => value !== null && typeof value === 'object' && contentBrand !== undefined && call(WeakMapHas, contentBrand, value);

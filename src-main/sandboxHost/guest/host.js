@@ -37,8 +37,8 @@ export const sync = (op, ...args) => {
 };
 
 // Async host operations (fetch, timers): the host settles them by id.
-/** @type {Map<number, { resolve: (value: unknown) => void, reject: (reason: unknown) => void }>} */
-const pending = new MapCtor();
+/** Made with the first async operation (a plain call starts none). @type {Map<number, { resolve: (value: unknown) => void, reject: (reason: unknown) => void }> | undefined} */
+let pending;
 /** `onId` is given the operation's id (fetch passes it to fetchAbort). @type {(op: string, payload: unknown, onId?: (id: number) => void) => Promise<any>} */
 export const start = (op, payload, onId) =>
   new PromiseCtor((resolve, reject) => {
@@ -47,14 +47,14 @@ export const start = (op, payload, onId) =>
       reject(hostError(answer && answer.error));
       return;
     }
-    call(MapSet, pending, answer.value, { resolve, reject });
+    call(MapSet, (pending ??= new MapCtor()), answer.value, { resolve, reject });
     if (onId !== undefined) onId(answer.value);
   });
 /** @param {number} id @param {boolean} ok @param {unknown} value */
 export const settle = (id, ok, value) => {
-  const entry = call(MapGet, pending, id);
+  const entry = pending === undefined ? undefined : call(MapGet, pending, id);
   if (entry === undefined) return;
-  call(MapDelete, pending, id);
+  call(MapDelete, /** @type {Map<number, unknown>} */ (pending), id);
   if (ok) entry.resolve(value);
   else entry.reject(hostError(value));
 };

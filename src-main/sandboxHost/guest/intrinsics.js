@@ -76,6 +76,7 @@ export const MapSet = Map.prototype.set;
 export const MapDelete = Map.prototype.delete;
 export const MapHas = Map.prototype.has;
 export const MapForEach = Map.prototype.forEach;
+export const SetForEach = Set.prototype.forEach;
 export const WeakMapCtor = WeakMap;
 export const WeakMapGet = WeakMap.prototype.get;
 export const WeakMapSet = WeakMap.prototype.set;

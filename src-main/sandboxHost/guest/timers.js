@@ -5,18 +5,19 @@ import { start } from './host.js';
 import { defineGlobal } from './globals.js';
 
 let nextTimer = 1;
-const timers = new MapCtor();
+/** Made with the first timer (a plain call sets none). @type {Map<number, true> | undefined} */
+let timers;
 /** @param {unknown} fn @param {any} ms @param {...unknown} args */
 const setTimeoutFn = (fn, ms, ...args) => {
   if (typeof fn !== 'function') throw new TypeErrorCtor('setTimeout needs a function');
   const delay = NumberIsFinite(+ms) && +ms > 0 ? +ms : 0;
   const handle = nextTimer++;
-  call(MapSet, timers, handle, true);
+  call(MapSet, (timers ??= new MapCtor()), handle, true);
   call(
     PromiseThen,
     start('sleep', delay),
     () => {
-      if (!call(MapHas, timers, handle)) return;
+      if (timers === undefined || !call(MapHas, timers, handle)) return;
       call(MapDelete, timers, handle);
       ReflectApply(fn, undefined, args);
     },
@@ -26,7 +27,7 @@ const setTimeoutFn = (fn, ms, ...args) => {
 };
 /** @param {unknown} handle */
 const clearTimeoutFn = (handle) => {
-  call(MapDelete, timers, handle);
+  if (timers !== undefined) call(MapDelete, timers, handle);
 };
 
 // HTML's one map of active timers: setInterval (web/misc.js) takes its handles here too, so
@@ -34,11 +35,11 @@ const clearTimeoutFn = (handle) => {
 /** A new active timer's handle. */
 export const newTimer = () => {
   const handle = nextTimer++;
-  call(MapSet, timers, handle, true);
+  call(MapSet, (timers ??= new MapCtor()), handle, true);
   return handle;
 };
 /** @param {number} handle */
-export const timerActive = (handle) => call(MapHas, timers, handle);
+export const timerActive = (handle) => timers !== undefined && call(MapHas, timers, handle);
 export const clearTimer = clearTimeoutFn;
 
 export function install() {

@@ -6,7 +6,7 @@
 
 import { defineLazyAccessor, lazyGlobal } from '../globals.js';
 import { install as installEvents } from './eventsBase.js';
-import { install as installMisc } from './misc.js';
+import { install as installMisc } from './miscGlobals.js';
 import { install as installStreams } from './streamGlobals.js';
 
 /** @returns {typeof import('./blob.js')} */

@@ -1,9 +1,7 @@
 // @ts-check
-// structuredClone, performance, navigator, reportError, setInterval/clearInterval.
+// structuredClone, performance and navigator, loaded on first use (miscGlobals.js defines their
+// globals), so its top level may run after function code: it takes every intrinsic from intrinsics.js.
 import {
-  ReflectApply,
-  NumberIsFinite,
-  PromiseThen,
   ObjectDefineProperty,
   ObjectKeys,
   ObjectPrototypeToString,
@@ -16,28 +14,26 @@ import {
   StringIndexOf,
   StringSlice,
   SymbolToStringTag,
+  SymbolCtor,
+  ArrayIncludes,
+  SetForEach,
   call,
 } from '../intrinsics.js';
-import { start } from '../host.js';
-import { newTimer, timerActive, clearTimer } from '../timers.js';
-import { defineGlobal, defineLazyAccessor, lazyGlobal, loaded } from '../globals.js';
-import { now, timeOrigin, reportException } from './eventsBase.js';
+import { loaded } from '../globals.js';
+import { now, timeOrigin } from './eventsBase.js';
 
-// DOMException's module loads with the first error that needs one.
+// DOMException's and the events' modules load when first needed (structuredClone needs neither).
 /** @param {string} message @param {string} name */
 const domException = (message, name) => /** @type {typeof import('./domException.js')} */ (require('./domException.js')).domException(message, name);
-
 /** @returns {ReturnType<typeof import('./events.js').events>} */
 const events = () => /** @type {typeof import('./events.js')} */ (require('./events.js')).events();
 
-const ArrayIncludes = Array.prototype.includes;
-const SetForEach = Set.prototype.forEach;
-const MAKE = Symbol('make');
+const MAKE = SymbolCtor('make');
 /** @type {{ Performance: Function, performance: object } | undefined} */
 let performanceParts;
 /** @type {(performance: object) => number} */
 let originOf;
-const makePerformance = () => {
+export const makePerformance = () => {
   if (performanceParts === undefined) {
     // HR-TIME's Performance (an EventTarget): now(), timeOrigin, toJSON().
     class Performance extends events().EventTarget {
@@ -71,7 +67,7 @@ const makePerformance = () => {
 // ---- navigator ----
 // One product token, as WinterTC recommends for the default User-Agent (workerd says 'Cloudflare-Workers').
 export const USER_AGENT = 'Callable-Studio';
-const makeNavigator = () => {
+export const makeNavigator = () => {
   class Navigator {
     /** @param {unknown} [token] */
     constructor(token) {
@@ -83,33 +79,6 @@ const makeNavigator = () => {
   }
   ObjectDefineProperty(Navigator.prototype, SymbolToStringTag, { value: 'Navigator', configurable: true });
   return new Navigator(MAKE);
-};
-
-// ---- setInterval / clearInterval ----
-/** @param {unknown} fn @param {any} ms @param {...unknown} args */
-const setIntervalFn = (fn, ms, ...args) => {
-  if (typeof fn !== 'function') throw new TypeErrorCtor('setInterval needs a function');
-  const delay = NumberIsFinite(+ms) && +ms > 0 ? +ms : 0;
-  const handle = newTimer();
-  // Each tick is one host timer: the host never fires one after the run's deadline, so the interval stops there.
-  const tick = () => {
-    call(
-      PromiseThen,
-      start('sleep', delay),
-      () => {
-        if (!timerActive(handle)) return;
-        try {
-          ReflectApply(fn, undefined, args);
-        } catch (error) {
-          reportException(error);
-        }
-        if (timerActive(handle)) tick();
-      },
-      () => {},
-    );
-  };
-  tick();
-  return handle;
 };
 
 // ---- structuredClone ----
@@ -176,16 +145,3 @@ export const structuredCloneFn = function structuredClone(value, options) {
   }
   return library.deserialize(records);
 };
-
-export function install() {
-  defineLazyAccessor('Performance', (...v) => lazyGlobal('Performance', v, () => makePerformance().Performance));
-  defineLazyAccessor('performance', (...v) => lazyGlobal('performance', v, () => makePerformance().performance));
-  defineLazyAccessor('navigator', (...v) => lazyGlobal('navigator', v, makeNavigator));
-  defineGlobal('reportError', /** @param {unknown} error */ function reportError(error) {
-    if (arguments.length === 0) throw new TypeErrorCtor('reportError: 1 argument required, but only 0 present');
-    reportException(error);
-  });
-  defineGlobal('setInterval', setIntervalFn);
-  defineGlobal('clearInterval', clearTimer);
-  defineGlobal('structuredClone', structuredCloneFn);
-}
