@@ -57,6 +57,11 @@ export class SandboxExecutor {
     return times;
   }
 
+  /** CPU time all live isolates have used so far (ns), runs or not (warm-ups, spare contexts, a run past its end). */
+  guestCpuNs(): bigint {
+    return this.#pool.cpuTimeNs;
+  }
+
   /** The memory limits of the live isolates added up (MB). */
   get reservedMb(): number {
     return this.#pool.reservedMb;

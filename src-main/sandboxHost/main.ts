@@ -246,20 +246,30 @@ function overCap(rss: number): boolean {
 }
 
 /**
- * The cap is watched every WATCH_MS while guest code may allocate (a run, a warm-up, the spare
- * context prepared after a run, which may evaluate a module's top level) and for WATCH_GRACE_MS
- * after; an idle host is checked at the heartbeat's pace only (sampling every 10 ms cost an idle
- * host about 1% of a core).
+ * The cap is watched every WATCH_MS while guest code may allocate: while a run is in flight, while
+ * any isolate uses CPU (a warm-up, the spare context prepared after a run, which may evaluate a
+ * module's top level, a run stuck in a builtin after its end was sent), and for WATCH_GRACE_MS
+ * after. An idle host is checked at the heartbeat's pace only (sampling every 10 ms cost an idle
+ * host about 1% of a core), and the heartbeat starts the close watch again if an isolate ran since.
  */
 const WATCH_GRACE_MS = 1000;
 let watchUntil = 0;
 let watch: NodeJS.Timeout | undefined;
+let guestCpuSeen = 0n;
+/** Whether any isolate used CPU since the last look. */
+function guestRan(): boolean {
+  const now = executor.guestCpuNs();
+  const ran = now !== guestCpuSeen;
+  guestCpuSeen = now;
+  return ran;
+}
 function watchMemory(): void {
   watchUntil = performance.now() + WATCH_GRACE_MS;
   watch ??= setInterval(() => {
     if (overCap(process.memoryUsage.rss())) return;
     cpuSamples.push(executor.cpuTimes());
     if (cpuSamples.length > CPU_WINDOW) cpuSamples.shift();
+    if (guestRan()) watchUntil = Math.max(watchUntil, performance.now() + WATCH_MS * 2);
     if (runs.size === 0 && performance.now() > watchUntil) {
       clearInterval(watch);
       watch = undefined;
@@ -270,7 +280,10 @@ function watchMemory(): void {
 
 setInterval(() => {
   const rss = process.memoryUsage.rss();
-  if (watch === undefined && overCap(rss)) return;
+  if (watch === undefined) {
+    if (overCap(rss)) return;
+    if (guestRan()) watchMemory();
+  }
   send({ t: 'beat', rssBytes: rss, capBytes: capBytes(rss), runs: runs.size });
   // Reparented: the engine died without closing the channel (it always closes on SIGKILL, but be sure).
   if (process.ppid !== parentPid) die();

@@ -42,6 +42,21 @@ export class IsolatePool {
     return mb;
   }
 
+  /** CPU time every live isolate has used so far (ns): when it moves, guest code (or its compiler) ran. */
+  get cpuTimeNs(): bigint {
+    let ns = 0n;
+    for (const list of this.#slots.values()) {
+      for (const slot of list) {
+        try {
+          if (!slot.isolate.isDisposed) ns += slot.isolate.cpuTime;
+        } catch {
+          // Disposed meanwhile.
+        }
+      }
+    }
+    return ns;
+  }
+
   acquire(functionName: string, memoryMb: number): WarmIsolate {
     const key = `${functionName}@${memoryMb}`;
     let list = (this.#slots.get(key) ?? []).filter((s) => !s.isolate.isDisposed);
