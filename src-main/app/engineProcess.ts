@@ -233,7 +233,10 @@ export class EngineProcess {
   #openSignIn(credential: string, url: string, authorizationEndpoint: string): void {
     const fail = (reason: string) => {
       this.#options.diagnostic(`${reason} (credential "${credential}"): ${url.slice(0, 200)}`);
-      void this.invoke('credentials:cancelConnect', { name: credential, reason });
+      // The contract bounds a reason's length; a browser's error message is not bounded.
+      void this.invoke('credentials:cancelConnect', { name: credential, reason: reason.slice(0, 1000) }).then((answer) => {
+        if (!answer.ok) this.#options.diagnostic(`could not end the connect of credential "${credential}": ${answer.error.message}`);
+      });
     };
     const decision = authorizationUrlDecision(url, authorizationEndpoint);
     if (!decision.allow) return fail(`the sign-in page was not opened: ${decision.reason}`);

@@ -138,11 +138,13 @@ describe("the studio's Connect, through the engine process", () => {
     // (The connect's own wait for the browser is minutes: this answer came from the failure, within the test's time.)
     expect(opened.length).toBe(pages + 1);
     expect(diagnostics).toContainEqual(expect.stringContaining('the browser could not open the sign-in page: no default browser is set (credential "account")'));
-    // A browser that throws instead of rejecting is answered the same way.
+    // A browser that throws instead of rejecting is answered the same way, however long its message.
     browser = () => {
-      throw new Error('xdg-open: not found');
+      throw new Error(`xdg-open: not found ${'x'.repeat(5000)}`);
     };
-    expect(await relay.invoke('credentials:connect', { name: 'account' })).toMatchObject({ ok: false, error: { code: 'cancelled', message: 'the browser could not open the sign-in page: xdg-open: not found' } });
+    const long = await relay.invoke('credentials:connect', { name: 'account' });
+    expect(long).toMatchObject({ ok: false, error: { code: 'cancelled', message: expect.stringMatching(/^the browser could not open the sign-in page: xdg-open: not found x+$/) } });
+    expect((long as { error: { message: string } }).error.message).toHaveLength(1000);
     expect(await listed('account')).toMatchObject({ state: 'connected' });
     browser = (url) => void signIn(url, 'ada');
     expect(await call('credentials:connect', { name: 'account' })).toMatchObject({ state: 'connected', account: 'ada' });
