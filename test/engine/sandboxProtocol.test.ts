@@ -85,6 +85,42 @@ describe('the sandbox channel', () => {
     }
   });
 
+  it('refuses a JSON frame that lies about its parts, carries bytes a message has none of, or names no message', () => {
+    /** A frame of the JSON kinds as a hostile host could write it: `[length][json]` or `[length][0x01][json length][json][bytes]`. */
+    const jsonFrame = (json: string, bytes?: Buffer, claimedJsonBytes = Buffer.byteLength(json)): Buffer => {
+      const body = bytes === undefined ? Buffer.from(json) : Buffer.concat([Buffer.from([0x01]), Buffer.alloc(4), Buffer.from(json), bytes]);
+      if (bytes !== undefined) body.writeUInt32BE(claimedJsonBytes, 1);
+      const head = Buffer.alloc(4);
+      head.writeUInt32BE(body.length);
+      return Buffer.concat([head, body]);
+    };
+    const beat = JSON.stringify({ t: 'beat', rssBytes: 1, capBytes: 2, runs: 0 });
+    const fetch = JSON.stringify({ t: 'fetch', runId: 'r', op: 1, request: { url: 'https://x.test/', method: 'POST', headers: [], redirect: 'follow' } });
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ['a JSON length past the end of the frame', jsonFrame(fetch, Buffer.from('body'), 100_000), /^a frame that does not deserialize$/],
+      ['bytes on a message that carries none', jsonFrame(beat, Buffer.from('extra')), /^a frame that does not deserialize$/],
+      ['bytes on a message type that is an Object.prototype name', jsonFrame(JSON.stringify({ t: 'toString' }), Buffer.from('x')), /^a frame that does not deserialize$/],
+      ['bytes on a message type of "__proto__"', jsonFrame(JSON.stringify({ t: '__proto__' }), Buffer.from('x')), /^a frame that does not deserialize$/],
+      ['bytes on JSON that is not an object', jsonFrame('null', Buffer.from('x')), /^a frame that does not deserialize$/],
+      ['an unknown kind of frame', Buffer.from([0, 0, 0, 2, 0x02, 0x00]), /^a frame that does not deserialize$/],
+      ['an empty frame', Buffer.from([0, 0, 0, 0]), /^a frame that does not deserialize$/],
+      ['JSON that does not parse', jsonFrame('{"t":"beat",'), /^a frame that does not deserialize$/],
+      ['a forged message as JSON', jsonFrame(JSON.stringify({ t: 'run', runId: 'x', fn: 'f', hash: 'h', limits: {}, argsJson: '{}', measureHeap: false })), /^a malformed message/],
+    ];
+    for (const [what, frame, expected] of cases) {
+      const { r, messages, violations } = reader();
+      r.push(frame);
+      // Nothing after a violation is read.
+      r.push(encodeFrame({ t: 'beat', rssBytes: 1, capBytes: 2, runs: 0 }));
+      expect({ what, messages, violations }).toEqual({ what, messages: [], violations: [expect.stringMatching(expected)] });
+    }
+    // The same host message with its body as it should be is read.
+    const { r, messages, violations } = reader();
+    r.push(jsonFrame(fetch, Buffer.from('body')));
+    expect(violations).toEqual([]);
+    expect(Buffer.from((messages[0] as { request: { body: Uint8Array } }).request.body).toString()).toBe('body');
+  });
+
   it('refuses bytes that are not a serialized message', () => {
     const { r, violations } = reader();
     const junk = Buffer.from([0, 0, 0, 4, 0xff, 0x13, 0x37, 0x00]);

@@ -256,11 +256,12 @@ interface BytesField {
   /** A shallow copy of `m` with its bytes set to `bytes` (undefined: left out of the JSON). */
   with(m: Record<string, unknown>, bytes: Uint8Array | undefined): Record<string, unknown>;
 }
-const BYTES_FIELD: Partial<Record<string, BytesField>> = {
-  fetch: nested('request', 'body'),
-  fetched: nested('response', 'body'),
-  fetchChunk: { get: (m) => m.chunk, with: (m, bytes) => ({ ...m, chunk: bytes }) },
-};
+/** A Map, not an object: a peer's `t` of "toString" or "__proto__" finds nothing here. */
+const BYTES_FIELD = new Map<string, BytesField>([
+  ['fetch', nested('request', 'body')],
+  ['fetched', nested('response', 'body')],
+  ['fetchChunk', { get: (m) => m.chunk, with: (m, bytes) => ({ ...m, chunk: bytes }) }],
+]);
 
 function nested(outer: string, inner: string): BytesField {
   const holder = (m: Record<string, unknown>): Record<string, unknown> | undefined => {
@@ -282,7 +283,7 @@ function nested(outer: string, inner: string): BytesField {
  * decode). A message's bytes are not re-encoded: they follow the JSON as they are.
  */
 export function frameParts(message: EngineMessage | HostMessage): Buffer[] {
-  const bytesField = BYTES_FIELD[message.t];
+  const bytesField = BYTES_FIELD.get(message.t);
   const bytes = bytesField?.get(message as unknown as Record<string, unknown>);
   let json: string;
   try {
@@ -294,8 +295,8 @@ export function frameParts(message: EngineMessage | HostMessage): Buffer[] {
   }
   const jsonBytes = Buffer.byteLength(json);
   if (!(bytes instanceof Uint8Array)) {
-    const frame = Buffer.allocUnsafe(4 + jsonBytes);
     checkLength(jsonBytes);
+    const frame = Buffer.allocUnsafe(4 + jsonBytes);
     frame.writeUInt32BE(jsonBytes, 0);
     frame.write(json, 4);
     return [frame];
@@ -322,9 +323,10 @@ export function encodeFrame(message: EngineMessage | HostMessage): Buffer {
 const corked = new WeakSet<object>();
 
 /**
- * Writes one message. The channel stays corked until the end of the current turn, so the messages
- * of one turn (the answers of several runs that ended together, a frame in two pieces) go out in
- * one writev: one wake-up of the other side, not one per message.
+ * Writes one message. The channel stays corked until the code that is running now returns (a
+ * process.nextTick, which comes before promise continuations), so the messages it sends (the
+ * answers of several runs that ended together, a frame in two pieces) go out in one writev: one
+ * wake-up of the other side, not one per message.
  */
 export function writeFrame(channel: NodeJS.WritableStream & { cork(): void; uncork(): void }, message: EngineMessage | HostMessage): void {
   const parts = frameParts(message);
@@ -365,7 +367,7 @@ function decodeFrame(frame: Buffer): unknown {
   const jsonBytes = frame.readUInt32BE(1);
   if (5 + jsonBytes > frame.length) throw new Error('a frame shorter than its JSON');
   const message = JSON.parse(frame.toString('utf8', 5, 5 + jsonBytes)) as Record<string, unknown> | null;
-  const bytesField = typeof message?.t === 'string' ? BYTES_FIELD[message.t] : undefined;
+  const bytesField = typeof message?.t === 'string' ? BYTES_FIELD.get(message.t) : undefined;
   if (!message || !bytesField) throw new Error('bytes for a message that has none');
   // Bytes of their own (not a view of the frame, which holds more than them): they may be handed to an isolate as they are.
   const bytes = new Uint8Array(frame.length - 5 - jsonBytes);
