@@ -75,7 +75,11 @@ export class ToolServer {
     return this.#options.profile === undefined ? undefined : this.#engine.profiles.find(this.#options.profile);
   }
 
-  /** The functions this server exposes right now. */
+  /** The functions this server exposes right now (enabled, and in its profile if it has one). */
+  servedFunctions(): FunctionRecord[] {
+    return this.#functions();
+  }
+
   #functions(): FunctionRecord[] {
     const profile = this.#profile();
     const all = this.#engine.functions.list().filter((f) => f.enabled);

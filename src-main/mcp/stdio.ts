@@ -24,9 +24,7 @@ export async function serveMcpStdio(engine: Engine, options: StdioOptions): Prom
   // The sandbox processes start beside the server and ready the isolates of the first functions it
   // serves, so the first call does not wait for them. Their validators are left for after tools/list
   // (the server's prewarm): compiled now, they would delay the client's first answers.
-  const profile = options.profile === undefined ? undefined : engine.profiles.find(options.profile);
-  const served = engine.functions.list().filter((f) => f.enabled && (!profile || profile.functions.includes(f.name)));
-  engine.prewarm(served.map((f) => f.name), { validators: false });
+  engine.prewarm(tools.servedFunctions().map((f) => f.name), { validators: false });
   await new Promise<void>((resolve) => {
     if ((options.stdin as { readableEnded?: boolean }).readableEnded) resolve();
     options.stdin.once('end', resolve);

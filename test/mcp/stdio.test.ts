@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,8 @@ beforeAll(async () => {
   await seedMcpFunctions(engine);
   await engine.saveFunction({ spec: { name: 'spin', timeoutMs: 300 }, source: 'export default () => { for (;;) {} }' });
   await engine.saveFunction({ spec: { name: 'loaded_at' }, source: 'const loadedAt = Date.now(); export default () => ({ loadedAt })' });
+  // Served alone: what a server readies first does not depend on where the name sorts among the others.
+  engine.profiles.set({ name: 'first_call', functions: ['loaded_at'], metaTools: false });
   await engine.credentials.set({ name: 'vault', hosts: ['api.example.com'], placement: { kind: 'header', header: 'Authorization', template: 'Bearer {secret}' } }, 'kept-in-the-keychain');
   await engine.saveFunction(
     { spec: { name: 'needs_secret', allowedHosts: ['api.example.com'], credentials: ['vault'] }, source: "export default async (a, ctx) => (await ctx.fetch('https://api.example.com/', { credential: 'vault' })).status" },
@@ -25,9 +27,28 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+/** Until `server` has a child process (its sandbox host) whose CPU time has not moved for 300 ms (elsewhere than Linux, which has /proc: 3 s). */
+async function hostSettled(server: number): Promise<void> {
+  if (process.platform !== 'linux') return new Promise((r) => setTimeout(r, 3000));
+  const cpu = (pid: string): number => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  let last = '';
+  for (let i = 0; i < 200; i++) {
+    await new Promise((r) => setTimeout(r, 300));
+    const hosts = readFileSync(`/proc/${server}/task/${server}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    const now = hosts.map((pid) => `${pid}:${cpu(pid)}`).join(' ');
+    if (hosts.length > 0 && now === last) return;
+    last = now;
+  }
+  throw new Error('the sandbox host of callable mcp never went idle');
+}
+
 /** Talks raw JSON-RPC lines to `callable mcp`, to send what real clients never would. */
-function startRaw(env: NodeJS.ProcessEnv = process.env) {
-  const child = spawn(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'mcp', '--data-dir', dataDir], { stdio: ['pipe', 'pipe', 'pipe'], env });
+function startRaw(env: NodeJS.ProcessEnv = process.env, args: string[] = []) {
+  const child = spawn(CALLABLE_COMMAND.command, [...CALLABLE_COMMAND.args, 'mcp', '--data-dir', dataDir, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -81,12 +102,12 @@ describe('callable mcp over stdio', () => {
   });
 
   it('readies the functions it serves while the client connects: a first call finds its module already evaluated, without a tools/list', async () => {
-    const s = startRaw();
+    const s = startRaw(process.env, ['--profile', 'first_call']);
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
     await s.reply(1);
     s.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
-    // Room for the sandbox host to start on a loaded machine; nothing asks the server for anything meanwhile.
-    await new Promise((r) => setTimeout(r, 3000));
+    // Nothing asks the server for anything meanwhile: wait until its sandbox host has started and gone idle.
+    await hostSettled(s.child.pid!);
     const calledAt = Date.now();
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'loaded_at', arguments: {} } }));
     const reply = (await s.reply(2)) as { result: { content: Array<{ text: string }> } };
