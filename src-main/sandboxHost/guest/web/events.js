@@ -1,6 +1,6 @@
 // @ts-check
 // Event, CustomEvent, EventTarget, AbortController and AbortSignal, per the DOM standard, and the
-// helpers the runtime's own modules use. Loaded on first use (eventsBase.js defines the globals), so
+// helpers the runtime's own modules use. Loaded on first use (eventGlobals.js defines the globals), so
 // its top level may run after function code: it takes every intrinsic from intrinsics.js. State
 // lives in private fields, so what a function does to these prototypes cannot change how the
 // runtime's own code (fetch, streams) reads a signal: it uses the helpers exported at the end.

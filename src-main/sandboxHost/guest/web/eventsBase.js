@@ -1,13 +1,8 @@
 // @ts-check
-// What every context needs of the events: the clock and exception reporting misc.js shares
-// (performance, reportError), and the globals Event, CustomEvent, EventTarget, AbortController and
-// AbortSignal, whose classes (events.js) are made on first use.
+// What the events (events.js) and misc.js (performance, reportError) share, made in every context:
+// the clock and exception reporting.
 import { sync } from '../host.js';
-import { defineLazyAccessor, lazyGlobal } from '../globals.js';
 import { log } from '../console.js';
-
-/** @returns {ReturnType<typeof import('./events.js').events>} */
-const events = () => /** @type {typeof import('./events.js')} */ (require('./events.js')).events();
 
 const DateNow = Date.now;
 const MathRound = Math.round;
@@ -51,11 +46,3 @@ export const reportException = (error) => {
     // The log limit: the host has already ended the run.
   }
 };
-
-export function install() {
-  defineLazyAccessor('Event', (...v) => lazyGlobal('Event', v, () => events().Event));
-  defineLazyAccessor('CustomEvent', (...v) => lazyGlobal('CustomEvent', v, () => events().CustomEvent));
-  defineLazyAccessor('EventTarget', (...v) => lazyGlobal('EventTarget', v, () => events().EventTarget));
-  defineLazyAccessor('AbortController', (...v) => lazyGlobal('AbortController', v, () => events().AbortController));
-  defineLazyAccessor('AbortSignal', (...v) => lazyGlobal('AbortSignal', v, () => events().AbortSignal));
-}

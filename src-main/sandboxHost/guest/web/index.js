@@ -5,7 +5,7 @@
 // FormData, FileReader, fetch, Request, Response or WebCrypto never runs it.
 
 import { defineLazyAccessor, lazyGlobal } from '../globals.js';
-import { install as installEvents } from './eventsBase.js';
+import { install as installEvents } from './eventGlobals.js';
 import { install as installMisc } from './miscGlobals.js';
 import { install as installStreams } from './streamGlobals.js';
 
