@@ -24,7 +24,13 @@ export async function serveMcpStdio(engine: Engine, options: StdioOptions): Prom
   // The sandbox processes start beside the server and ready the isolates of the first functions it
   // serves, so the first call does not wait for them. Their validators are left for after tools/list
   // (the server's prewarm): compiled now, they would delay the client's first answers.
-  engine.prewarm(tools.servedFunctions().map((f) => f.name), { validators: false });
+  let served: string[] = [];
+  try {
+    served = tools.servedFunctions().map((f) => f.name);
+  } catch {
+    // The catalog cannot be read (a damaged database): nothing to ready; tools/list answers why.
+  }
+  engine.prewarm(served, { validators: false });
   await new Promise<void>((resolve) => {
     if ((options.stdin as { readableEnded?: boolean }).readableEnded) resolve();
     options.stdin.once('end', resolve);
