@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll } from 'vitest';
 
 /**
  * For the integration files that share a worker process (vitest.config.ts): a file must not leave a
@@ -26,11 +26,9 @@ function children(): Map<number, string> {
   return found;
 }
 
-let before = new Set<number>();
 if (process.platform === 'linux') {
-  beforeAll(() => {
-    before = new Set(children().keys());
-  });
+  // Taken as this setup file runs, before the test file is imported: a process it starts as it loads counts too.
+  const before = new Set(children().keys());
   afterAll(async () => {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
