@@ -27,8 +27,10 @@ export const GUEST_BUILD_OPTIONS = {
   mainFields: ['browser', 'module', 'main'],
   conditions: ['browser'],
   // V8 of isolated-vm 7 (Node 24) runs ES2024 as written; unminified so guest stack traces read well.
+  // ASCII (other characters escaped): a source with one character past Latin-1 is held as two bytes
+  // a character, in every isolate (some 400 KiB more per warm function).
   target: 'es2024',
-  charset: 'utf8',
+  charset: 'ascii',
   legalComments: 'none',
   logLevel: 'silent',
 } satisfies BuildOptions;
