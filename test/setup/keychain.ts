@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { privateKeyring } from '../support/keyring.ts';
+import { privateKeyring, type PrivateKeyring } from '../support/keyring.ts';
 
 /**
  * Tests use a real OS keychain. On Linux that is a Secret Service: this starts a private D-Bus
@@ -19,15 +19,37 @@ export default async function setup(): Promise<() => void> {
     }
   }
   const keyring = await privateKeyring();
+  let stopping = false;
   try {
     const { DBUS_SESSION_BUS_ADDRESS, XDG_DATA_HOME, XDG_RUNTIME_DIR } = keyring.env;
     Object.assign(process.env, { DBUS_SESSION_BUS_ADDRESS, XDG_DATA_HOME, XDG_RUNTIME_DIR });
     await keychainAnswers();
-    return keyring.stop;
+    superviseDaemon(keyring, () => stopping);
+    return () => {
+      stopping = true;
+      keyring.stop();
+    };
   } catch (error) {
     keyring.stop();
     throw error;
   }
+}
+
+/**
+ * gnome-keyring-daemon has been seen to end in the middle of a run on a loaded machine ("Message
+ * recipient disconnected from message bus without replying"), after which every later keychain
+ * test failed. It is said on stderr, with how it ended and its last words, and started again on the
+ * same bus and data: the tests that were talking to it at that moment still fail, the others do not.
+ */
+function superviseDaemon(keyring: PrivateKeyring, stopping: () => boolean): void {
+  keyring.daemon.once('exit', (code, signal) => {
+    if (stopping()) return;
+    process.stderr.write(`test keyring: gnome-keyring-daemon ended (${signal ?? `exit ${code}`}); starting it again. Its last words:\n${keyring.daemonLog() || '(none)'}\n`);
+    keyring.restart().then(
+      () => superviseDaemon(keyring, stopping),
+      (error: unknown) => process.stderr.write(`test keyring: could not start gnome-keyring-daemon again: ${String(error)}\n`),
+    );
+  });
 }
 
 /** Resolves once the Secret Service answers a real write and read through the keychain library. */

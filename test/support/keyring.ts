@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -22,6 +22,10 @@ export interface PrivateKeyring {
   pause(): void;
   resume(): void;
   stop(): void;
+  /** Starts the daemon again on the same bus and data (after it ended), unlocked, once it answers. */
+  restart(): Promise<void>;
+  /** The end of what the daemon wrote to stderr (kept in a file of the keyring's folder). */
+  daemonLog(): string;
 }
 
 const PASSWORD = 'callable-private-keyring';
@@ -57,22 +61,38 @@ export async function privateKeyring(): Promise<PrivateKeyring> {
       dbus.on('exit', (code) => reject(new Error(`dbus-daemon exited (${code})`)));
     });
     const env: NodeJS.ProcessEnv = { ...process.env, DBUS_SESSION_BUS_ADDRESS: address, XDG_DATA_HOME: join(home, 'data'), XDG_RUNTIME_DIR: home };
-    const daemon = spawn('gnome-keyring-daemon', ['--foreground', '--unlock', '--components=secrets'], { env, stdio: ['pipe', 'ignore', 'ignore'] });
-    children.push(daemon);
-    daemon.stdin!.end(PASSWORD);
-    // Up when the login collection answers over the bus.
-    const gdbus = (...args: string[]) =>
-      spawnSync('gdbus', ['call', '--session', '--dest', 'org.freedesktop.secrets', ...args], { env, encoding: 'utf8', timeout: 5000 });
-    let probe = gdbus('--object-path', '/org/freedesktop/secrets/collection/login', '--method', 'org.freedesktop.DBus.Properties.Get', 'org.freedesktop.Secret.Collection', 'Locked');
-    for (let i = 0; i < 100 && !probe.stdout.includes('false'); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      probe = gdbus('--object-path', '/org/freedesktop/secrets/collection/login', '--method', 'org.freedesktop.DBus.Properties.Get', 'org.freedesktop.Secret.Collection', 'Locked');
-    }
-    if (!probe.stdout.includes('false')) throw new Error(`the private keyring did not come up: ${probe.stderr || probe.stdout}`);
-    return {
+    const log = join(home, 'daemon.log');
+    const startDaemon = async (): Promise<ChildProcess> => {
+      const out = openSync(log, 'a');
+      const daemon = spawn('gnome-keyring-daemon', ['--foreground', '--unlock', '--components=secrets'], { env, stdio: ['pipe', 'ignore', out] });
+      closeSync(out);
+      children.push(daemon);
+      daemon.stdin!.end(PASSWORD);
+      // Up when the login collection answers over the bus.
+      const gdbus = (...args: string[]) =>
+        spawnSync('gdbus', ['call', '--session', '--dest', 'org.freedesktop.secrets', ...args], { env, encoding: 'utf8', timeout: 5000 });
+      let probe = gdbus('--object-path', '/org/freedesktop/secrets/collection/login', '--method', 'org.freedesktop.DBus.Properties.Get', 'org.freedesktop.Secret.Collection', 'Locked');
+      for (let i = 0; i < 100 && !probe.stdout.includes('false'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        probe = gdbus('--object-path', '/org/freedesktop/secrets/collection/login', '--method', 'org.freedesktop.DBus.Properties.Get', 'org.freedesktop.Secret.Collection', 'Locked');
+      }
+      if (!probe.stdout.includes('false')) throw new Error(`the private keyring did not come up: ${probe.stderr || probe.stdout}`);
+      return daemon;
+    };
+    const keyring: PrivateKeyring = {
       env,
-      daemon,
+      daemon: await startDaemon(),
       bus: dbus,
+      async restart() {
+        keyring.daemon = await startDaemon();
+      },
+      daemonLog: () => {
+        try {
+          return readFileSync(log, 'utf8').trim().split('\n').slice(-10).join('\n');
+        } catch {
+          return '';
+        }
+      },
       lock() {
         execFileSync(
           'gdbus',
@@ -80,10 +100,11 @@ export async function privateKeyring(): Promise<PrivateKeyring> {
           { env, timeout: 5000 },
         );
       },
-      pause: () => void daemon.kill('SIGSTOP'),
-      resume: () => void daemon.kill('SIGCONT'),
+      pause: () => void keyring.daemon.kill('SIGSTOP'),
+      resume: () => void keyring.daemon.kill('SIGCONT'),
       stop,
     };
+    return keyring;
   } catch (error) {
     stop();
     throw error;
