@@ -36,7 +36,7 @@ export default async function setup(): Promise<() => void> {
 }
 
 /**
- * gnome-keyring-daemon has been seen to end in the middle of a run on a loaded machine ("Message
+ * gnome-keyring-daemon has been seen to end in the middle of a full run ("Message
  * recipient disconnected from message bus without replying"), after which every later keychain
  * test failed. It is said on stderr, with how it ended and its last words, and started again on the
  * same bus and data: the tests that were talking to it at that moment still fail, the others do not.
