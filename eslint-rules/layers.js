@@ -81,9 +81,8 @@ export const LAYERS = [
     layer: 'app',
     files: 'src-main/app/**',
     // The main↔engine protocol is the boundary both sides share; it imports only zod and the contract.
-    // The model is pure (no builtins, no native code): the same URL rules on both sides of the boundary.
-    paths: ['src-main/app/**', 'src-preload/contract.ts', 'src-main/engineProcess/protocol.ts', MODEL],
-    typePaths: [ENGINE_FACADE, 'src-main/engineProcess/**'],
+    paths: ['src-main/app/**', 'src-preload/contract.ts', 'src-main/engineProcess/protocol.ts'],
+    typePaths: [ENGINE_FACADE, MODEL, 'src-main/engineProcess/**'],
     builtins: true,
     npm: { except: NATIVE },
   },

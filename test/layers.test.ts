@@ -90,7 +90,6 @@ const allowed: [string, string][] = [
   ['src-main/deploy/workers/x.js', "import { Redactor } from '../../engine/credentials/redact.ts';"],
   ['src-main/app/x.ts', "import { app } from 'electron';\nimport { join } from 'node:path';\nimport { contract } from '../../src-preload/contract.ts';\nimport { isTrustedSender } from './senders.ts';"],
   ['src-main/app/x.ts', "import type { Engine } from '../engine/index.ts';\nimport type { RunResult } from '../engine/model/index.ts';\nimport type { StudioPort } from '../engineProcess/port.ts';"],
-  ['src-main/app/x.ts', "import { isHttpsOrLoopback } from '../engine/model/hosts.ts';"],
   ['src-preload/index.ts', "import { contextBridge } from 'electron';\nimport { buildStudio } from './bridge.ts';"],
   ['src-preload/contract.ts', "import { z } from 'zod';\nimport { FunctionSpecSchema } from '../src-main/engine/model/index.ts';"],
   ['src-renderer/src/x.tsx', "import { useState } from 'react';\nimport type { StudioApi } from '../../src-preload/contract.ts';\nimport { specOf } from '../../src-preload/model.ts';\nimport { app } from './store/app.ts';"],

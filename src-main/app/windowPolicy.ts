@@ -2,7 +2,6 @@
 // plain Node tests can cross each refusal. main.ts only wires them to Electron's APIs.
 import type { MenuItemConstructorOptions } from 'electron';
 import { extname, isAbsolute, join, relative, sep } from 'node:path';
-import { isHttpsOrLoopback } from '../engine/model/hosts.ts';
 
 /** The custom scheme the packaged renderer is served from (never file://), and its one host. */
 export const APP_SCHEME = 'app';
@@ -68,6 +67,7 @@ export function isAllowedExternalUrl(url: unknown): boolean {
 /** An OAuth authorization URL carries a code challenge, scopes and provider parameters: longer than a link. */
 const MAX_AUTHORIZE_URL_LENGTH = 8192;
 
+const isLoopbackHost = (hostname: string): boolean => hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost';
 
 /**
  * Whether the engine's request to open an OAuth sign-in page may go to the user's browser: an
@@ -87,8 +87,9 @@ export function authorizationUrlDecision(url: unknown, authorizationEndpoint: un
   } catch {
     return { allow: false, reason: 'not a URL' };
   }
-  if (!isHttpsOrLoopback(endpoint)) return { allow: false, reason: `the authorization endpoint ${endpoint.origin} is neither https nor on a loopback address` };
-  if (!isHttpsOrLoopback(parsed)) return { allow: false, reason: `${parsed.protocol} sign-in pages are not opened, only https (http only on a loopback address)` };
+  const secure = (u: URL): boolean => u.protocol === 'https:' || (u.protocol === 'http:' && isLoopbackHost(u.hostname));
+  if (!secure(endpoint)) return { allow: false, reason: `the authorization endpoint ${endpoint.origin} is neither https nor on a loopback address` };
+  if (!secure(parsed)) return { allow: false, reason: `${parsed.protocol} sign-in pages are not opened, only https (http only on a loopback address)` };
   if (parsed.username !== '' || parsed.password !== '' || /^[a-z]+:\/\/[^/?#]*@/i.test(url)) return { allow: false, reason: 'a user name or password in the URL' };
   if (parsed.origin !== endpoint.origin || parsed.pathname !== endpoint.pathname) {
     return { allow: false, reason: `${parsed.origin}${parsed.pathname} is not the credential's authorization endpoint ${endpoint.origin}${endpoint.pathname}` };

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as oauth from 'oauth4webapi';
-import { isHttpsOrLoopback, StudioError, type OAuthConnectInput, type OAuthGrant, type OAuthState } from '../model/index.ts';
+import { StudioError, type OAuthConnectInput, type OAuthGrant, type OAuthState } from '../model/index.ts';
 import { bumpCounter } from '../store/catalog.ts';
 import type { Db } from '../store/database.ts';
 import { writeTransaction } from '../store/database.ts';
@@ -500,8 +500,12 @@ function checkedUrl(value: string, flag: string): string {
   } catch {
     throw new StudioError('bad_input', `${flag} "${value}" is not a URL`);
   }
-  if (isHttpsOrLoopback(url)) return url.href;
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url.hostname))) return url.href;
   throw new StudioError('bad_input', `${flag} must be an https:// URL (http:// only for 127.0.0.1, [::1] or localhost), not "${value}"`);
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost';
 }
 
 function requestOptions(config: { issuer: string; tokenEndpoint: string }, signal?: AbortSignal): { signal: AbortSignal; [oauth.allowInsecureRequests]?: boolean } {

@@ -57,13 +57,3 @@ export function hostMatches(pattern: HostPattern, hostname: string, port: number
   if (pattern.wildcard) return hostname.endsWith(`.${pattern.host}`);
   return hostname === pattern.host;
 }
-
-/** Host names that always mean this machine: where http:// is allowed when https is otherwise required (a local server). */
-export function isLoopbackHostname(hostname: string): boolean {
-  return hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost';
-}
-
-/** https, or http to this machine: what an OAuth server's endpoints and its sign-in pages must use. */
-export function isHttpsOrLoopback(url: URL): boolean {
-  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHostname(url.hostname));
-}
