@@ -77,10 +77,6 @@ export class ToolServer {
 
   /** The functions this server exposes right now (enabled, and in its profile if it has one). */
   servedFunctions(): FunctionRecord[] {
-    return this.#functions();
-  }
-
-  #functions(): FunctionRecord[] {
     const profile = this.#profile();
     const all = this.#engine.functions.list().filter((f) => f.enabled);
     if (this.#options.profile === undefined) return all;
@@ -111,7 +107,7 @@ export class ToolServer {
       // A client that lists tools is about to call them: ready the sandbox meanwhile (once).
       if (!this.#warmed) {
         this.#warmed = true;
-        this.#engine.prewarm(this.#functions().map((f) => f.name));
+        this.#engine.prewarm(this.servedFunctions().map((f) => f.name));
       }
       return { tools };
     });
@@ -177,7 +173,7 @@ export class ToolServer {
       const target = this.#lookup(name, profile);
       const approval = this.#approvalRoute(server, ctx);
       if (target) return settled(this.#call(server, target, args, runOptions, false, approval));
-      if (metaTools && name === FIND_TOOL) return this.#find(this.#functions(), args);
+      if (metaTools && name === FIND_TOOL) return this.#find(this.servedFunctions(), args);
       if (metaTools && name === CALL_TOOL) {
         const inner = typeof args.name === 'string' ? this.#lookup(args.name, profile) : undefined;
         if (!inner) {
@@ -249,7 +245,7 @@ export class ToolServer {
   }
 
   #buildTools(): Tool[] {
-    const functions = this.#functions();
+    const functions = this.servedFunctions();
     const tools: Tool[] = functions.map(toolOf);
     if (this.#profile()?.metaTools) {
       const names = new Set(functions.map((f) => f.name));

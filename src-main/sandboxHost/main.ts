@@ -269,8 +269,10 @@ function watchMemory(): void {
     if (overCap(process.memoryUsage.rss())) return;
     cpuSamples.push(executor.cpuTimes());
     if (cpuSamples.length > CPU_WINDOW) cpuSamples.shift();
-    if (guestRan()) watchUntil = Math.max(watchUntil, performance.now() + WATCH_MS * 2);
-    if (runs.size === 0 && performance.now() > watchUntil) {
+    if (runs.size > 0 || performance.now() <= watchUntil) return;
+    // Guest code still running keeps the watch on; the isolates' CPU is read only here.
+    if (guestRan()) watchUntil = performance.now() + WATCH_MS * 2;
+    else {
       clearInterval(watch);
       watch = undefined;
       cpuSamples.length = 0;
