@@ -73,7 +73,7 @@ export class SandboxExecutor {
    * deadline a function may have, so it never gets more time than its call would.
    */
   async warm(functionName: string, memoryMb: number, compiled: CompiledFunction): Promise<void> {
-    const slot = this.#pool.acquire(functionName, memoryMb);
+    const slot = this.#pool.acquireNow(functionName, memoryMb);
     try {
       await slot.script(compiled);
     } finally {
@@ -106,13 +106,34 @@ class Run implements RunControl {
   #failure: ErrorInfo | undefined;
   #finished = false;
   #slot: IsolateSlot | undefined;
+  /** The run's waits for the engine in progress (its seat lent meanwhile), and whether its seat is given back. */
+  #parks = 0;
+  #released = false;
   #onFailure: ((error: ErrorInfo) => void) | undefined;
 
   constructor(job: SandboxJob, pool: IsolatePool) {
     this.#job = job;
     this.#pool = pool;
     this.#deadline = this.started + job.limits.timeoutMs;
-    this.#bridge = new RunBridge(job, this);
+    // While the run waits for the engine (a fetch, a question) its isolate seat may serve a waiting call.
+    const fetch: SandboxJob['fetch'] = (request, signal, stream) => this.#parked(job.fetch(request, signal, stream));
+    const ask = job.ask;
+    this.#bridge = new RunBridge({ ...job, fetch, ask: ask && ((request, signal) => this.#parked(ask(request, signal))) }, this);
+  }
+
+  async #parked<T>(waiting: Promise<T>): Promise<T> {
+    const slot = this.#slot;
+    if (!slot || this.#released) return waiting;
+    this.#pool.park(slot);
+    this.#parks++;
+    try {
+      return await waiting;
+    } finally {
+      if (!this.#released) {
+        this.#parks--;
+        this.#pool.unpark(slot);
+      }
+    }
   }
 
   get signal(): AbortSignal {
@@ -161,7 +182,8 @@ class Run implements RunControl {
     let result: { json: string } | ErrorInfo;
     try {
       if (this.#failure) throw new Error('failed before start');
-      const slot = this.#pool.acquire(job.functionName, job.limits.memoryMb);
+      // Every seat of the function's isolates taken: wait for one (the deadline and a cancel end the wait).
+      const slot = this.#pool.tryAcquire(job.functionName, job.limits.memoryMb) ?? (await this.#pool.wait(job.functionName, job.limits.memoryMb, this.#abort.signal));
       this.#slot = slot;
       const work = (async (): Promise<{ json: string }> => {
         const script = await slot.script(job.compiled);
@@ -218,6 +240,8 @@ class Run implements RunControl {
       if (job.measureHeap) heapBytes = measured;
     }
     if (slot) {
+      for (; this.#parks > 0; this.#parks--) this.#pool.unpark(slot);
+      this.#released = true;
       this.#pool.release(slot);
       slot.prepareSpare(job.compiled, job.limits.timeoutMs);
     }
