@@ -15,6 +15,7 @@ import {
 } from '../model/index.ts';
 import { compileFunction, type CompiledFunction } from './compile.ts';
 import type { PackageStore } from './packages/install.ts';
+import { keepValidators, useStoredValidators } from './validatorCache.ts';
 import { formatZodError } from '../model/validation.ts';
 
 interface Row {
@@ -58,7 +59,8 @@ export function parseSpec(input: unknown, where = 'function.json'): FunctionSpec
 /**
  * Functions and their revision history in SQLite. Every save compiles first: a source that does
  * not compile is refused with line and column, and the stored version stays as it was.
- * Each change bumps `catalog_version`, which running MCP servers in any process watch.
+ * Each change bumps `catalog_version`, which running MCP servers in any process watch. A save also
+ * keeps the schemas' validators as code, so serving the function needs no compiler (validatorCache.ts).
  */
 export class FunctionRepository {
   readonly #db: Db;
@@ -125,6 +127,8 @@ export class FunctionRepository {
       const row = this.#read(() => this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined);
       if (!row) throw notFound(name);
       loaded = { record: toRecord(row), compiled: JSON.parse(row.compiled) as CompiledFunction };
+      // Its schemas' validators are the ones generated when it was saved (validatorCache.ts).
+      useStoredValidators(loaded.record);
       this.#loaded.set(name, loaded);
     }
     return loaded;
@@ -135,7 +139,9 @@ export class FunctionRepository {
     const spec = parseSpec(input.spec);
     if (typeof input.source !== 'string') throw new StudioError('bad_input', 'source must be a string');
     const compiled = await this.compile(input);
-    return this.#write(spec, input.source, compiled);
+    const record = this.#write(spec, input.source, compiled);
+    keepValidators(record);
+    return record;
   }
 
   /**
@@ -165,7 +171,9 @@ export class FunctionRepository {
       const spec = parseSpec(input.spec);
       prepared.push({ spec, source: input.source, compiled: await this.compile(input) });
     }
-    return writeTransaction(this.#db, () => prepared.map((p) => this.#write(p.spec, p.source, p.compiled)));
+    const records = writeTransaction(this.#db, () => prepared.map((p) => this.#write(p.spec, p.source, p.compiled)));
+    for (const record of records) keepValidators(record);
+    return records;
   }
 
   #write(spec: FunctionSpec, source: string, compiled: CompiledFunction): FunctionRecord {
