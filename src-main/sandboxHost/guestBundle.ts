@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BuildOptions, BuildResult } from 'esbuild';
+import type { BuildOptions, BuildResult, TransformOptions } from 'esbuild';
 
 const GUEST_DIR = fileURLToPath(new URL('./guest/', import.meta.url));
 const ROOT = path.resolve(GUEST_DIR, '../../..');
@@ -26,7 +26,8 @@ export const GUEST_BUILD_OPTIONS = {
   // Packages are taken in their browser/ESM builds: the isolate has no Node.
   mainFields: ['browser', 'module', 'main'],
   conditions: ['browser'],
-  // V8 of isolated-vm 7 (Node 24) runs ES2024 as written; unminified so guest stack traces read well.
+  // V8 of isolated-vm 7 (Node 24) runs ES2024 as written. Written unminified (guestScript rewrites
+  // esbuild's layout), then minified by MINIFY_OPTIONS.
   // ASCII (other characters escaped): a source with one character past Latin-1 is held as two bytes
   // a character, in every isolate (some 400 KiB more per warm function).
   target: 'es2024',
@@ -34,6 +35,20 @@ export const GUEST_BUILD_OPTIONS = {
   legalComments: 'none',
   logLevel: 'silent',
 } satisfies BuildOptions;
+/**
+ * How the rewritten bundle is minified: every isolate holds the script's whole source (a copy per
+ * isolate), so its whitespace and comments are dropped (some 150 KiB a warm function). Whitespace
+ * only: identifiers are kept, so guest stack frames keep their function names and what the runtime
+ * installs keeps its `name` (esbuild's keepNames would set them again in every fresh context), and
+ * esbuild's syntax minification drops the names of function expressions (`reportError.name`).
+ */
+export const MINIFY_OPTIONS = {
+  minifyWhitespace: true,
+  target: 'es2024',
+  charset: 'ascii',
+  legalComments: 'none',
+  logLevel: 'silent',
+} satisfies TransformOptions;
 /** The first line of a cached bundle: what else it was built from, each file with its SHA-256. */
 const INPUTS_PREFIX = '// callable guest inputs: ';
 
@@ -103,13 +118,13 @@ function sha256(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Hash of everything under guest/ (names and contents), esbuild's version, the build options and how the output is rewritten. */
+/** Hash of everything under guest/ (names and contents), esbuild's version, the build and minify options and how the output is rewritten. */
 function sourceKey(): string {
   const hash = createHash('sha256');
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
   // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
   hash.update(
-    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0${ownModuleObjects.toString()}\0`,
+    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MINIFY_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0${ownModuleObjects.toString()}\0${guestScript.toString()}\0`,
   );
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
@@ -136,7 +151,13 @@ export function guestScript(result: BuildResult<{ metafile: true; write: false }
     const file = path.resolve(ROOT, input);
     if (input !== '<stdin>' && !file.startsWith(GUEST_DIR)) inputs[file] = sha256(fs.readFileSync(file));
   }
-  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${ownModuleObjects(result.outputFiles[0]!.text)}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${minified(ownModuleObjects(result.outputFiles[0]!.text))}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+}
+
+/** The bundle (rewritten) minified by MINIFY_OPTIONS; its top-level `var` keeps its name. */
+function minified(bundle: string): string {
+  const esbuild = require('esbuild') as typeof import('esbuild');
+  return esbuild.transformSync(bundle, MINIFY_OPTIONS).code;
 }
 
 /**

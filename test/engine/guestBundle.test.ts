@@ -233,13 +233,24 @@ describe('the guest bundle', () => {
     expect((globals('globalThis.__loads') as string[]).sort()).toEqual(lazy.filter((name) => name !== 'ctxMethods.js').sort());
   });
 
+  it('is minified (no indentation, no comments) but keeps its names: a runtime error\'s stack names its frames', async () => {
+    const source = buildGuest();
+    expect(source).not.toMatch(/^ {2}/m);
+    await defineFunction(engine, { name: 'bad_header' }, `export default () => new Headers([['a b', 'c']])`);
+    const result = await engine.run('bad_header', {}, { caller: 'test' });
+    const stack = String(result.ok ? '' : result.error.details?.stack);
+    expect(stack).toMatch(/^TypeError: Headers: "a b" is not a valid header name\n {4}at headerName \(callable:prelude:\d+:\d+\)\n {4}at Headers\.append \(callable:prelude:\d+:\d+\)\n {4}at new Headers \(callable:prelude:\d+:\d+\)\n {4}at bad_header_default \(bad_header\.js:\d+:\d+\)\n {4}at invoke \(callable:prelude:/);
+  });
+
   it('makes a lazily loaded module\'s exports when it first loads, not in every fresh context', () => {
     const source = buildGuest();
     // esbuild writes each such module's __export(...) at the top level; the script has it in the module's initializer.
-    expect(source.match(/^ {2}__export\((\w+), \{$/gm)).toEqual(['  __export(index_exports, {']);
-    const initializers = [...source.matchAll(/^ {2}var init_(\w+) = \(\) => \{\n {4}init_\1 = __esmDone;\n {4}try \{\n {6}__export\((\w+)_exports, \{$/gm)];
+    const calls = [...source.matchAll(/__export\((\w+)_exports,\{/g)].map(([, name]) => name);
+    const initializers = [...source.matchAll(/init_(\w+)=\(\)=>\{init_\1=__esmDone;try\{__export\((\w+)_exports,\{/g)];
     expect(initializers.length).toBeGreaterThanOrEqual(8);
     expect(initializers.every(([, init, exported]) => init === exported)).toBe(true);
+    // Every other call is the entry's own, made once for callablePrelude.
+    expect(calls.filter((name) => !initializers.some(([, init]) => init === name))).toEqual(['index']);
   });
 
   it('runs a guest module\'s initializer once, and a failed one throws its error again on every later load', async () => {
