@@ -296,6 +296,7 @@ function protoAware(validate: ValidateFunction): ValidateFunction {
       instancePath: unalias(e.instancePath),
       schemaPath: unalias(e.schemaPath),
       params: Object.fromEntries(Object.entries(e.params).map(([k, v]) => [k, unalias(v)])),
+      ...(e.message !== undefined && { message: unalias(e.message) }),
     }));
     return ok;
   }) as ValidateFunction;
