@@ -2,7 +2,8 @@
 // refused instead of stealing the first request's response stream, and a cancelled request's
 // response stream is closed instead of waiting forever for a response that is never sent.
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
-import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+import type { HandleRequestOptions, JSONRPCMessage } from '@modelcontextprotocol/server';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export type RequestId = string | number;
 
@@ -44,6 +45,24 @@ export class TrackedTransport extends NodeStreamableHTTPServerTransport {
   readonly #inflight = new Map<RequestId, Exchange>();
   /** Requests answered by answerAll: their own late response has no stream left and is dropped. */
   readonly #answered = new Set<RequestId>();
+
+  /**
+   * A POST is answered here rather than through the Node adapter: its SSE stream opens with a
+   * priming event (the id a client resumes from), which the adapter sends at once or after a
+   * 1 ms wait, so a quick call's answer went out in a second write (and often waited for that
+   * timer). Here the headers and the priming event wait for the next event, at most
+   * PRIMING_WAIT_MS, and a quick answer leaves in one write with them; any other event (a
+   * notification, a question to the client) is sent as soon as it is written. GET and DELETE
+   * go through the adapter.
+   */
+  override async handleRequest(req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<void> {
+    const web = (this as unknown as { _webStandardTransport?: { handleRequest?(req: Request, options?: HandleRequestOptions): Promise<Response> } })._webStandardTransport;
+    if (req.method !== 'POST' || typeof web?.handleRequest !== 'function') return super.handleRequest(req, res, parsedBody);
+    const headers = new Headers();
+    for (const [name, values] of Object.entries(req.headersDistinct)) for (const value of values ?? []) headers.append(name, value);
+    const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, { method: 'POST', headers });
+    await writeResponse(await web.handleRequest(request, { parsedBody }), res);
+  }
 
   /**
    * Resumability follows the version the session negotiated at initialize, not each request's
@@ -139,4 +158,80 @@ export class TrackedTransport extends NodeStreamableHTTPServerTransport {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** How long the headers and priming event of a POST's SSE stream wait for its next event. */
+const PRIMING_WAIT_MS = 20;
+/** An SSE event with an id and no data: the priming event a stream opens with. */
+const PRIMING = /^id: [^\n]*\n(?:retry: \d+\n)?data: ?\n\n$/;
+
+function isPriming(chunk: Uint8Array): boolean {
+  return chunk.byteLength < 256 && PRIMING.test(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('latin1'));
+}
+
+/**
+ * Writes a web Response to `res`: status, headers, then its body as it comes (waiting for the
+ * socket to drain when it is full); the body is cancelled when the client goes away.
+ */
+async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  if (response.body === null) {
+    res.writeHead(response.status, headers).end();
+    return;
+  }
+  if (!/^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) {
+    // A whole answer (JSON, an error): sent with its length, in one write.
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    res.writeHead(response.status, { ...headers, 'content-length': String(bytes.byteLength) }).end(bytes);
+    return;
+  }
+  const reader = response.body.getReader();
+  /** Stops the body: the transport then keeps what it sends for a replay (the client went away). */
+  const cancel = (): void => void reader.cancel().catch(() => {});
+  if (res.destroyed) return cancel();
+  res.once('close', cancel);
+  try {
+    let chunk = await reader.read();
+    if (!chunk.done && isPriming(chunk.value)) {
+      const primer = chunk.value;
+      const next = reader.read();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), PRIMING_WAIT_MS);
+      });
+      const waited = await Promise.race([next, timeout]);
+      clearTimeout(timer);
+      if (res.destroyed) return cancel();
+      res.writeHead(response.status, headers);
+      res.write(primer);
+      chunk = waited ?? (await next);
+    } else {
+      res.writeHead(response.status, headers);
+    }
+    while (!chunk.done) {
+      if (res.destroyed) return cancel();
+      if (!res.write(chunk.value)) await drained(res);
+      chunk = await reader.read();
+    }
+  } catch (error) {
+    // A body that fails before anything was sent is the caller's error to answer (500).
+    if (!res.headersSent) throw error;
+    res.destroy();
+    return;
+  } finally {
+    res.off('close', cancel);
+  }
+  res.end();
+}
+
+/** Resolves once `res` can take more, or is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
 }

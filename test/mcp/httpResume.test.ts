@@ -113,6 +113,37 @@ describe('resumable streams', () => {
     expect(eventsOf(replay.body).every((e) => e.id !== undefined)).toBe(true);
   });
 
+  it('primes a call that sends nothing for a while before its result, so a client that hangs up then resumes it', async () => {
+    const server = await serve();
+    const sid = await session(server.port);
+    const initialize = server.replayHeld().events;
+    // No progress token: the stream carries nothing until the result, a second later.
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'steps', arguments: { steps: 1, ms: 1000 } } });
+    const reply = await open(server.port, { headers: mcpHeaders(token, { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' }), body });
+    expect(reply.status).toBe(200);
+    await until(() => eventsOf(reply.body()).length >= 1, 'the priming event');
+    const [priming, ...more] = eventsOf(reply.body());
+    expect(priming).toEqual({ id: expect.stringMatching(/./) as unknown, retry: '1000', data: '' });
+    expect(more).toEqual([]);
+    reply.abort();
+    await until(() => server.replayHeld().events - initialize === 2, 'the call to finish (priming, the result)');
+    const replay = await replayGet(server.port, sid, priming!.id!);
+    expect(replay.status).toBe(200);
+    const results = messagesOf(replay.body).filter((m) => m.id === 8);
+    expect(results).toHaveLength(1);
+    expect(JSON.stringify(results[0]!.result)).toContain('finished 1');
+  });
+
+  it('sends a quick call\'s priming event and result on one stream, the priming event first', async () => {
+    const server = await serve();
+    const sid = await session(server.port);
+    const events = await callToEnd(server.port, sid, 1, 9, 0);
+    expect(events[0]).toEqual({ id: expect.stringMatching(/./) as unknown, retry: '1000', data: '' });
+    const messages = messagesOf(events.slice(1).map((e) => `data: ${e.data}`).join('\n'));
+    expect(messages.filter((m) => m.id === 9)).toHaveLength(1);
+    expect(events.every((e) => e.id !== undefined)).toBe(true);
+  });
+
   it('refuses, with the reason, a replay after an event the bounded log has evicted, and still replays after a kept one', async () => {
     const server = await serve({ replayEvents: 3 });
     const sid = await session(server.port);
