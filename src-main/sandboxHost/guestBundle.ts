@@ -1,7 +1,8 @@
 // The guest runtime (src-main/sandboxHost/guest/) as the one script each fresh isolated-vm context
 // evaluates: an esbuild bundle whose completion value is `callablePrelude`, with nothing left on the
-// context's global object. Built once per guest version and user, then read from a private cache
-// folder; the sandbox host builds or reads it at start, so no call waits for it.
+// context's global object (its two large npm packages are kept after it, evaluated on first use
+// from the host's one copy: sharedPackages). Built once per guest version and user, then read from a
+// private cache folder; the sandbox host builds or reads it at start, so no call waits for it.
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -124,7 +125,7 @@ function sourceKey(): string {
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
   // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
   hash.update(
-    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MINIFY_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0${ownModuleObjects.toString()}\0${guestScript.toString()}\0`,
+    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MINIFY_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0${ownModuleObjects.toString()}\0${guestScript.toString()}\0${sharedPackages.toString()}\0${PART_LOADER}${PART_RETURN}\0`,
   );
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
@@ -143,7 +144,9 @@ export function buildGuest(): string {
 /**
  * The script of an esbuild result built with GUEST_BUILD_OPTIONS: its first line records the npm
  * files it bundled with their hashes (checked when a cache entry is read); a function wrapper keeps
- * the bundle's `var` local, so the completion value is callablePrelude and no global is left.
+ * the bundle's `var` local, so the completion value is callablePrelude and no global is left. The
+ * large npm packages it loads on first use follow the script as comment lines (see sharedPackages):
+ * the script still runs as it is, and a host compiles only the part before them (splitGuest).
  */
 export function guestScript(result: BuildResult<{ metafile: true; write: false }>): string {
   const inputs: Record<string, string> = {};
@@ -151,7 +154,86 @@ export function guestScript(result: BuildResult<{ metafile: true; write: false }
     const file = path.resolve(ROOT, input);
     if (input !== '<stdin>' && !file.startsWith(GUEST_DIR)) inputs[file] = sha256(fs.readFileSync(file));
   }
-  return `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n${minified(ownModuleObjects(result.outputFiles[0]!.text))}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+  const { bundle, parts } = sharedPackages(ownModuleObjects(result.outputFiles[0]!.text));
+  const head = `${INPUTS_PREFIX}${JSON.stringify(inputs)}\n(function () {\n`;
+  if (parts.length === 0) return `${head}${minified(bundle)}return ${BUNDLE_NAME}.callablePrelude;\n})()\n`;
+  // After the bundle's "use strict" directive, which makes the whole wrapper strict.
+  const code = minified(bundle).replace(/^(?:"use strict";)?/, (directive) => `${directive}\n${PART_LOADER}`);
+  return `${head}${code}${PART_RETURN}\n})()\n${parts.map((part) => `${PART_PREFIX}${JSON.stringify(part)}\n`).join('')}`;
+}
+
+/** A package the guest evaluates from the host's one copy of its source (GuestCode.part): `source` evaluates to its module function. */
+export interface GuestPart {
+  /** Its name in stack traces: callable:<package path>. */
+  name: string;
+  source: string;
+}
+
+/** The host operation the guest script asks for a part with: hostSync(GUEST_PART_OP, index) -> its source. */
+export const GUEST_PART_OP = 'guestPart';
+const PART_PREFIX = '//# callable guest part ';
+/** A CommonJS package body smaller than this stays in the script (not worth an evaluation of its own). */
+const PART_MIN_BYTES = 8192;
+/**
+ * Put before the bundle when it has parts: `__guestPart(index, exports, module)` runs part `index`
+ * as the package's CommonJS body. `eval` and `Reflect.apply` are taken when the script runs in a
+ * fresh context, before any function code (which may replace them later); the source comes from
+ * the host, the guest only names the part. An indirect eval: the part sees globals only, as the
+ * package did inside the bundle, and V8 compiles it once per isolate (a later context reuses it).
+ * The part's function is strict, as the whole wrapper is (the bundle begins with "use strict").
+ */
+const PART_LOADER = [
+  'var __partEval = eval, __partApply = Reflect.apply, __partHost;',
+  `var __guestPart = (index, exports, module) => __partApply(__partEval(__partApply(__partHost, undefined, ["${GUEST_PART_OP}", index])), undefined, [exports, module]);`,
+  '',
+].join('\n');
+/** The completion value when there are parts: callablePrelude, keeping hostSync for __guestPart. */
+const PART_RETURN = `return (hostSync, hostStart) => (__partHost = hostSync, ${BUNDLE_NAME}.callablePrelude(hostSync, hostStart));`;
+
+/** A CommonJS module as esbuild writes it: `var require_x = __commonJS({ "node_modules/…"(exports, module) { body } });`. */
+const CJS_MODULE = /^ {2}var (require_\w+) = __commonJS\(\{\n {4}"(node_modules\/[^"\n]+)"\((exports(?:, module)?)\) \{\n((?:.*\n)*?) {4}\}\n {2}\}\);$/gm;
+
+/**
+ * Every isolate holds its own copy of the script's source (isolated-vm copies it per compile), and
+ * most of it is two npm packages only web streams and compression use (web-streams-polyfill and
+ * fflate, some 110 KiB minified). Each CommonJS package body of PART_MIN_BYTES or more that refers
+ * to nothing of the bundle's own (esbuild's helpers, other modules: checked by name) is taken out of
+ * the script: its wrapper calls __guestPart instead, which evaluates the body from the host's single
+ * copy (an external string V8 does not copy), only in the isolates that use it. Left in the script
+ * if anything does not fit (another esbuild layout, a name of ours already taken).
+ */
+function sharedPackages(bundle: string): { bundle: string; parts: GuestPart[] } {
+  if (/\b__(?:guestPart|partEval|partApply|partHost)\b/.test(bundle)) return { bundle, parts: [] };
+  const helpers = [...bundle.matchAll(/^ {2}var (__\w+) = /gm)].map(([, name]) => name!);
+  const glue = new RegExp(`\\b(?:require_\\w+|init_\\w+|\\w+_exports${helpers.map((h) => `|${h}`).join('')})\\b`);
+  const parts: GuestPart[] = [];
+  const out = bundle.replace(CJS_MODULE, (whole, name: string, file: string, params: string, body: string) => {
+    if (body.length < PART_MIN_BYTES || glue.test(body)) return whole;
+    let source: string;
+    try {
+      // Strict, as it was inside the bundle. The function, not the script: V8 never finds a strict
+      // eval script in its eval cache (each context would compile the part again).
+      source = minified(`(function ${name}(${params}) {\n"use strict";\n${body}})`);
+    } catch {
+      return whole;
+    }
+    parts.push({ name: `callable:${file.slice('node_modules/'.length)}`, source });
+    const args = params === 'exports' ? 'exports' : 'exports, module';
+    return `  var ${name} = __commonJS({\n    ${JSON.stringify(file)}(${params}) {\n      __guestPart(${parts.length - 1}, ${args});\n    }\n  });`;
+  });
+  return { bundle: out, parts };
+}
+
+/** A guest text (guestScript) as the script an isolate compiles and the parts that follow it. */
+export function splitGuest(text: string): { script: string; parts: GuestPart[] } {
+  const at = text.indexOf(`\n${PART_PREFIX}`);
+  if (at < 0) return { script: text, parts: [] };
+  const parts = text
+    .slice(at + 1)
+    .split('\n')
+    .filter((line) => line.startsWith(PART_PREFIX))
+    .map((line) => JSON.parse(line.slice(PART_PREFIX.length)) as GuestPart);
+  return { script: text.slice(0, at + 1), parts };
 }
 
 /** The bundle (rewritten) minified by MINIFY_OPTIONS; its top-level `var` keeps its name. */

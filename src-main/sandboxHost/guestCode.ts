@@ -3,6 +3,7 @@ import ivm from 'isolated-vm';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { splitGuest } from './guestBundle.ts';
 
 /**
  * The guest script (guestBundle.ts) and, once made, V8's code cache for it, shared by every isolate
@@ -11,7 +12,12 @@ import path from 'node:path';
  * guest's private cache folder when there is one, so the next host reads it instead of parsing.
  */
 export class GuestCode {
+  /** The guest text (guestBundle.ts): the script, then the parts it evaluates on first use. */
   readonly source: string;
+  /** What each isolate compiles: the text without its parts. */
+  readonly #script: string;
+  /** Each part's source, one copy for all isolates: V8 reads it where it is (an external string). */
+  readonly #parts: Array<ivm.ExternalCopy<string>>;
   /** Where the code cache is kept (undefined: only in memory). */
   readonly #file: string | undefined;
   #cachedData: ivm.ExternalCopy<ArrayBuffer> | undefined;
@@ -19,7 +25,18 @@ export class GuestCode {
 
   constructor(source: string, cacheDir?: string) {
     this.source = source;
+    const { script, parts } = splitGuest(source);
+    this.#script = script;
+    this.#parts = parts.map((part) => new ivm.ExternalCopy(`${part.source}\n//# sourceURL=${part.name}\n`));
     this.#file = cacheDir === undefined ? undefined : cacheFile(cacheDir, source);
+  }
+
+  /**
+   * The host's answer to the guest's GUEST_PART_OP: part `index`'s source, copied into the isolate
+   * as a string over this process's one copy (undefined for anything else).
+   */
+  part(index: unknown): ivm.Copy<string> | undefined {
+    return typeof index === 'number' && Number.isInteger(index) && index >= 0 && index < this.#parts.length ? this.#parts[index]!.copyInto() : undefined;
   }
 
   /**
@@ -42,7 +59,7 @@ export class GuestCode {
     let isolate: ivm.Isolate | undefined;
     try {
       isolate = new ivm.Isolate({ memoryLimit: 32 });
-      const script = (await isolate.compileScript(this.source, { filename: GUEST_FILENAME, produceCachedData: true })) as CompiledGuest;
+      const script = (await isolate.compileScript(this.#script, { filename: GUEST_FILENAME, produceCachedData: true })) as CompiledGuest;
       this.#cachedData ??= script.cachedData;
       if (this.#file !== undefined && script.cachedData) store(this.#file, script.cachedData.copy());
     } catch {
@@ -59,7 +76,7 @@ export class GuestCode {
 
   compileIn(isolate: ivm.Isolate): ivm.Script {
     const cachedData = this.#cachedData;
-    const script = isolate.compileScriptSync(this.source, { filename: GUEST_FILENAME, ...(cachedData ? { cachedData } : {}) }) as CompiledGuest;
+    const script = isolate.compileScriptSync(this.#script, { filename: GUEST_FILENAME, ...(cachedData ? { cachedData } : {}) }) as CompiledGuest;
     if (cachedData && script.cachedDataRejected) {
       if (this.#cachedData === cachedData) this.#cachedData = undefined;
       void this.#make();

@@ -1,6 +1,7 @@
 import ivm from 'isolated-vm';
 import type { CompiledModule as CompiledFunction } from '../engine/sandbox/protocol.ts';
 import { EarlyBridge, REFUSE_ALL, type HostBinding } from './bridge.ts';
+import { GUEST_PART_OP } from './guestBundle.ts';
 import type { GuestCode } from './guestCode.ts';
 
 /** A fresh, never-used context with the prelude installed: what one call needs. */
@@ -39,6 +40,7 @@ export class WarmIsolate {
   stopped = false;
   readonly #name: string;
   readonly #prelude: ivm.Script;
+  readonly #guest: GuestCode;
   readonly #scripts = new Map<string, Promise<ivm.Script>>();
   /** Droppers of the spare contexts every isolate of the pool holds now, oldest first (shared). */
   readonly #spares: Set<() => void>;
@@ -59,6 +61,7 @@ export class WarmIsolate {
       memoryLimit: memoryMb,
       onCatastrophicError: (message: string) => onDiagnostic(`isolate for ${key} failed catastrophically: ${message}`),
     });
+    this.#guest = guest;
     this.#prelude = guest.compileIn(this.isolate);
   }
 
@@ -143,7 +146,10 @@ export class WarmIsolate {
     const isolate = this.isolate;
     const prelude = this.#prelude;
     const binding: HostBinding = { ...REFUSE_ALL };
-    const callbacks = [new ivm.Callback((...a: unknown[]) => binding.sync(...(a as [unknown]))), new ivm.Callback((op: unknown, p: unknown) => binding.start(op, p))];
+    const guest = this.#guest;
+    // The guest runtime's own parts (guestBundle.ts) are answered whoever owns the context.
+    const hostSync = (...a: unknown[]): unknown => (a[0] === GUEST_PART_OP ? guest.part(a[1]) : binding.sync(...(a as [unknown])));
+    const callbacks = [new ivm.Callback(hostSync), new ivm.Callback((op: unknown, p: unknown) => binding.start(op, p))];
     const context = sync ? isolate.createContextSync() : await isolate.createContext();
     let api: ivm.Reference<(...a: unknown[]) => unknown> | undefined;
     try {

@@ -5,7 +5,7 @@ import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { build, type Plugin } from 'esbuild';
-import { buildGuest, GUEST_BUILD_OPTIONS, guestScript, loadGuest } from '../../src-main/sandboxHost/guestBundle.ts';
+import { buildGuest, GUEST_BUILD_OPTIONS, GUEST_PART_OP, guestScript, loadGuest, splitGuest } from '../../src-main/sandboxHost/guestBundle.ts';
 import { GuestCode } from '../../src-main/sandboxHost/guestCode.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -21,18 +21,23 @@ afterEach(() => {
   for (const isolate of isolates.splice(0)) isolate.dispose();
 });
 
-/** Evaluates a guest script in a fresh context of a real isolate, as the sandbox host does. */
-function evaluate(source: string): { context: ivm.Context; prelude: ivm.Reference<(...a: unknown[]) => unknown>; globals: (expression: string) => unknown } {
+/**
+ * Evaluates a guest text in a fresh context of a real isolate, as the sandbox host does: the script
+ * without its parts (GuestCode), and `install` answers the guest's requests for them.
+ */
+function evaluate(source: string): { context: ivm.Context; prelude: ivm.Reference<(...a: unknown[]) => unknown>; globals: (expression: string) => unknown; install: () => void } {
   const isolate = new ivm.Isolate({ memoryLimit: 64 });
   isolates.push(isolate);
   const context = isolate.createContextSync();
-  const prelude = isolate.compileScriptSync(source, { filename: 'callable:prelude' }).runSync(context, { reference: true }) as ivm.Reference<(...a: unknown[]) => unknown>;
-  return { context, prelude, globals: (expression) => context.evalSync(expression, { copy: true }) };
+  const guest = new GuestCode(source);
+  const prelude = guest.compileIn(isolate).runSync(context, { reference: true }) as ivm.Reference<(...a: unknown[]) => unknown>;
+  return { context, prelude, globals: (expression) => context.evalSync(expression, { copy: true }), install: () => install(prelude, guest) };
 }
 
-/** Installs the guest runtime in the context (host callbacks that answer nothing). */
-function install(prelude: ivm.Reference<(...a: unknown[]) => unknown>): void {
-  prelude.applySync(undefined, [new ivm.Callback(() => undefined), new ivm.Callback(() => undefined)], { result: { reference: true } });
+/** Installs the guest runtime in the context (host callbacks that answer nothing but the guest's own parts). */
+function install(prelude: ivm.Reference<(...a: unknown[]) => unknown>, guest: GuestCode): void {
+  const hostSync = new ivm.Callback((op: unknown, index: unknown) => (op === GUEST_PART_OP ? guest.part(index) : undefined));
+  prelude.applySync(undefined, [hostSync, new ivm.Callback(() => undefined)], { result: { reference: true } });
 }
 
 /** The guest bundle (or another entry given as stdin) with every npm file counting its top-level runs in globalThis.__loads[file]. */
@@ -67,7 +72,7 @@ describe('the guest bundle', () => {
     const dir = join(tempDir(), 'guest');
     const built = loadGuest(dir).source;
     const [name] = entries(dir);
-    const planted = built.replace('return __callableGuest.callablePrelude;', 'globalThis.planted = true; return __callableGuest.callablePrelude;');
+    const planted = built.replace('\nreturn ', '\nglobalThis.planted = true; return ');
     expect(planted).not.toBe(built);
     writeFileSync(join(dir, name!), planted);
 
@@ -75,8 +80,8 @@ describe('the guest bundle', () => {
     expect(again.from).toBe('build');
     expect(again.source).toBe(built);
     expect(readFileSync(join(dir, name!), 'utf8')).toBe(built);
-    const { prelude, globals } = evaluate(again.source);
-    install(prelude);
+    const { install, globals } = evaluate(again.source);
+    install();
     expect(globals('typeof globalThis.planted')).toBe('undefined');
   });
 
@@ -121,7 +126,7 @@ describe('the guest bundle', () => {
     const open = join(tempDir(), 'open');
     mkdirSync(open);
     chmodSync(open, 0o777);
-    const planted = built.replace('return __callableGuest.callablePrelude;', 'globalThis.planted = true; return __callableGuest.callablePrelude;');
+    const planted = built.replace('\nreturn ', '\nglobalThis.planted = true; return ');
     writeFileSync(join(open, name!.replace(ENTRY, (whole, hash: string) => whole.replace(hash, sha256(planted)))), planted);
 
     expect(loadGuest(open)).toEqual({ from: 'build', source: built });
@@ -142,9 +147,9 @@ describe('the guest bundle', () => {
     const isolate = new ivm.Isolate({ memoryLimit: 64 });
     isolates.push(isolate);
     const bare = isolate.createContextSync().evalSync('Object.getOwnPropertyNames(globalThis).join()');
-    const { prelude, globals } = evaluate(source);
+    const { install, globals } = evaluate(source);
     expect(globals('Object.getOwnPropertyNames(globalThis).join()')).toBe(bare);
-    install(prelude);
+    install();
     expect(globals('Object.keys(globalThis)')).toEqual([]);
     expect(globals("Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith('__'))")).toEqual([]);
   });
@@ -178,8 +183,8 @@ describe('the guest bundle', () => {
     // Browser builds: fflate's Node build would need worker_threads.
     expect(files.filter((f) => /fflate/.test(f)).map((f) => f.replace(/^.*node_modules[\\/]/, ''))).toEqual([join('fflate', 'lib', 'browser.cjs')]);
 
-    const { prelude, globals } = evaluate(source);
-    install(prelude);
+    const { install, globals } = evaluate(source);
+    install();
     expect(globals('globalThis.__loads')).toBeUndefined();
     expect(globals('typeof new ReadableStream().getReader')).toBe('function');
     const afterStreams = globals('globalThis.__loads') as Record<string, number>;
@@ -192,8 +197,8 @@ describe('the guest bundle', () => {
 
   it('loads no bundled package while installing the runtime (a plain call pays for none)', async () => {
     const { source } = await countingBuild();
-    const { prelude, globals } = evaluate(source);
-    install(prelude);
+    const { install, globals } = evaluate(source);
+    install();
     expect(globals('globalThis.__loads')).toBeUndefined();
   });
 
@@ -212,8 +217,8 @@ describe('the guest bundle', () => {
       },
     };
     const result = await build({ ...GUEST_BUILD_OPTIONS, plugins: [countGuestLoads] });
-    const { prelude, globals } = evaluate(guestScript(result));
-    install(prelude);
+    const { install, globals } = evaluate(guestScript(result));
+    install();
     expect(globals('globalThis.__loads')).toBeUndefined();
     const names = ['TextEncoder', 'TextDecoder', 'URL', 'URLSearchParams', 'Headers', 'Blob', 'File', 'FormData', 'FileReader', 'ProgressEvent', 'Request', 'Response', 'fetch', 'SubtleCrypto', 'CryptoKey'];
     // Still the getters that make them: nothing was made.
@@ -240,6 +245,57 @@ describe('the guest bundle', () => {
     const result = await engine.run('bad_header', {}, { caller: 'test' });
     const stack = String(result.ok ? '' : result.error.details?.stack);
     expect(stack).toMatch(/^TypeError: Headers: "a b" is not a valid header name\n {4}at headerName \(callable:prelude:\d+:\d+\)\n {4}at Headers\.append \(callable:prelude:\d+:\d+\)\n {4}at new Headers \(callable:prelude:\d+:\d+\)\n {4}at bad_header_default \(bad_header\.js:\d+:\d+\)\n {4}at invoke \(callable:prelude:/);
+  });
+
+  it('keeps the large npm packages out of the script every isolate compiles: the host holds them once, each evaluated on first use', () => {
+    const text = buildGuest();
+    const { script, parts } = splitGuest(text);
+    expect(parts.map((part) => part.name)).toEqual(['callable:web-streams-polyfill/dist/ponyfill.js', 'callable:fflate/lib/browser.cjs']);
+    expect(script.length + parts.reduce((n, part) => n + part.source.length, 0)).toBeLessThan(text.length);
+    expect(script.length).toBeLessThan(text.length * 0.65);
+    for (const part of parts) expect(script).not.toContain(part.source.slice(40, 200));
+    // The whole text still runs as one script (the parts are comment lines after it).
+    const { install, globals } = evaluate(text);
+    install();
+    expect(globals('typeof new ReadableStream().getReader')).toBe('function');
+  });
+
+  it('evaluates a package part with the eval and Reflect.apply of the fresh context, whatever the function replaced, and names it in stacks', async () => {
+    await defineFunction(
+      engine,
+      { name: 'streams_after_tampering' },
+      `export default async () => {
+        globalThis.eval = () => { throw new Error('replaced eval'); };
+        Reflect.apply = () => { throw new Error('replaced apply'); };
+        let stack = '';
+        try { new ReadableStream({ start() { throw new Error('in start'); } }); } catch (e) { stack = e.stack; }
+        return stack;
+      }`,
+    );
+    // Twice: the second call runs in a context prepared ahead of it, in the same isolate.
+    for (let i = 0; i < 2; i++) {
+      const result = await engine.run('streams_after_tampering', {}, { caller: 'test' });
+      expect(result).toMatchObject({ ok: true });
+      const stack = String(result.ok ? result.value : '');
+      expect(stack).toMatch(/^Error: in start\n {4}at Object\.start \(streams_after_tampering\.js:\d+:\d+\)\n/);
+      expect(stack).toMatch(/\(callable:web-streams-polyfill\/dist\/ponyfill\.js:\d+:\d+\)/);
+      expect(stack).not.toMatch(/node_modules|\/src-main\/|guestPart/);
+    }
+  });
+
+  it('compresses and decompresses through fflate\'s part, in a module evaluated ahead of its call too', async () => {
+    await defineFunction(
+      engine,
+      { name: 'gzip_round_trip' },
+      `const ready = new CompressionStream('gzip');
+      export default async ({ text }) => {
+        const zipped = new Response(new Blob([text]).stream().pipeThrough(ready));
+        const bytes = new Uint8Array(await zipped.arrayBuffer());
+        const back = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text();
+        return [bytes[0], bytes[1], back];
+      }`,
+    );
+    for (let i = 0; i < 2; i++) expect(await engine.run('gzip_round_trip', { text: 'héllo '.repeat(50) }, { caller: 'test' })).toMatchObject({ ok: true, value: [0x1f, 0x8b, 'héllo '.repeat(50)] });
   });
 
   it('makes a lazily loaded module\'s exports when it first loads, not in every fresh context', () => {
@@ -287,8 +343,8 @@ describe('the guest bundle', () => {
     for (const input of Object.keys(result.metafile.inputs)) if (input.startsWith('init-check:')) delete result.metafile.inputs[input];
     const source = guestScript(result);
     expect(source).not.toContain('__esm(');
-    const { prelude, globals } = evaluate(source);
-    install(prelude);
+    const { install, globals } = evaluate(source);
+    install();
     expect(globals('[globalThis.okRuns, globalThis.failRuns]')).toEqual([undefined, undefined]);
     expect(globals('[okValue, okAgain, okValue, globalThis.okRuns]')).toEqual([42, 42, 42, 1]);
     const attempt = 'try { failing; "loaded" } catch (e) { e.message }';
@@ -306,7 +362,7 @@ describe('the guest bundle', () => {
     expect(script.cachedDataRejected).toBe(false);
     const context = isolate.createContextSync();
     const prelude = script.runSync(context, { reference: true }) as ivm.Reference<(...a: unknown[]) => unknown>;
-    install(prelude);
+    install(prelude, guest);
     expect(context.evalSync('new TextDecoder().decode(new TextEncoder().encode("ok"))')).toBe('ok');
   });
 });
