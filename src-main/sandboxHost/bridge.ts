@@ -6,11 +6,11 @@
 // throws into the isolate: a refusal is an answer.
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type ivm from 'isolated-vm';
+import ivm from 'isolated-vm';
 import { StudioError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../engine/model/errors.ts';
 import type { LogEntry, LogLevel } from '../engine/model/index.ts';
 import { credentialNotListedMessage, fetchLimitMessage, logLimitMessage } from '../engine/model/toolResults.ts';
-import type { AskRequest, OutgoingRequest, ProgressUpdate, ResponseFlow, ResponseSink, SandboxJob } from '../engine/sandbox/protocol.ts';
+import type { AskRequest, IncomingResponse, OutgoingRequest, ProgressUpdate, ResponseFlow, ResponseSink, SandboxJob } from '../engine/sandbox/protocol.ts';
 import { encodeMultipart, readParts } from './multipart.ts';
 import { SubtleKeys } from './subtle.ts';
 
@@ -135,6 +135,8 @@ export class EarlyBridge implements HostBinding {
 export const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
 /** What a streamed fetch settles with at its end: its head was the operation's answer. */
 const STREAMED = Symbol('streamed');
+/** A body at least this large moves into the isolate (its memory handed over, counted against memoryMb there) instead of being copied. */
+const MOVE_MIN_BYTES = 64 * 1024;
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
 /** Errors from a question (ctx.elicit, ctx.sample) that end the whole run. */
@@ -192,6 +194,7 @@ export class RunBridge implements HostBinding {
   readonly #bodies = new Map<number, BodyQueue>();
   #logBytes = 0;
   #fetches = 0;
+  #watchingEnd = false;
   #nextOp = 1;
   #settleRef: ivm.Reference | undefined;
 
@@ -309,6 +312,7 @@ export class RunBridge implements HostBinding {
     if (typeof request === 'string') return refusal(`ctx.fetch: ${request}`, 'bad_input');
     const controller = new AbortController();
     this.#fetching.set(id, controller);
+    this.#watchRunEnd();
     // A fetch that asks to stream is settled with the response's head ({ stream: true }, no body) when the engine streams it.
     let body: BodyQueue | undefined;
     const sink: ResponseSink | undefined =
@@ -326,12 +330,12 @@ export class RunBridge implements HostBinding {
             },
           }
         : undefined;
-    const work = this.#job.fetch(request, AbortSignal.any([this.#run.signal, controller.signal]), sink);
+    const work = this.#job.fetch(request, controller.signal, sink);
     void work.finally(() => this.#fetching.delete(id)).catch(() => {});
     this.#deliver(
       id,
       work.then((response) => {
-        if (body === undefined) return { ...response };
+        if (body === undefined) return response;
         body.end = { ok: true };
         this.#pump(id, body);
         return STREAMED;
@@ -343,8 +347,22 @@ export class RunBridge implements HostBinding {
         this.#pump(id, body);
         return true;
       },
+      (response) => (response as IncomingResponse).body,
     );
     return { ok: true, value: id };
+  }
+
+  /**
+   * The run's end aborts every fetch still in flight, with the run's reason (one listener for the
+   * run, not a composite AbortSignal per fetch).
+   */
+  #watchRunEnd(): void {
+    if (this.#watchingEnd) return;
+    this.#watchingEnd = true;
+    const signal = this.#run.signal;
+    signal.addEventListener('abort', () => {
+      for (const controller of this.#fetching.values()) controller.abort(signal.reason);
+    }, { once: true });
   }
 
   /** The guest's read of streamed body `payload` (a fetch's id): settled with its next bytes, null at its end, or its error. */
@@ -368,7 +386,7 @@ export class RunBridge implements HostBinding {
       body.chunks = [];
       body.reader = undefined;
       body.flow.taken(bytes.byteLength);
-      this.#settle(reader, true, bytes);
+      this.#settle(reader, true, bytes, bytes);
     } else if (body.end) {
       body.reader = undefined;
       this.#bodies.delete(fetchId);
@@ -389,13 +407,20 @@ export class RunBridge implements HostBinding {
   /**
    * Settles operation `id` in the isolate with what `work` gives, or its error; an error with one of
    * `ending` codes ends the whole run instead. `elsewhere` may take an error for somewhere else (a
-   * streamed body): true when it did. A value of STREAMED was delivered already.
+   * streamed body): true when it did. A value of STREAMED was delivered already. `bodyOf` names the
+   * bytes of the value that may move into the isolate (see #settle).
    */
-  #deliver(id: number, work: Promise<unknown>, ending: ReadonlySet<ErrorCode>, elsewhere?: (error: { code: string; message: string }) => boolean): void {
+  #deliver(
+    id: number,
+    work: Promise<unknown>,
+    ending: ReadonlySet<ErrorCode>,
+    elsewhere?: (error: { code: string; message: string }) => boolean,
+    bodyOf?: (value: unknown) => Uint8Array | undefined,
+  ): void {
     work
       .then(
         (value) => {
-          if (value !== STREAMED) this.#settle(id, true, value);
+          if (value !== STREAMED) this.#settle(id, true, value, bodyOf?.(value));
         },
         (error: unknown) => {
           const info = toErrorInfo(error);
@@ -406,11 +431,26 @@ export class RunBridge implements HostBinding {
       .catch(() => {});
   }
 
-  /** Finishes an async host operation inside the isolate, with the time left as its CPU budget. */
-  #settle(id: number, ok: boolean, value: unknown): void {
+  /**
+   * Finishes an async host operation inside the isolate, with the time left as its CPU budget. The
+   * value is copied in; `body`, bytes the value holds that nothing on the host uses again (a
+   * response body, a streamed chunk), is moved instead when it is large and has a buffer of its own.
+   */
+  #settle(id: number, ok: boolean, value: unknown, body?: Uint8Array): void {
     const ref = this.#settleRef;
     if (this.#run.over() || !ref) return;
-    ref.apply(undefined, [id, ok, value], { arguments: { copy: true }, timeout: this.#run.remaining() }).catch((error: unknown) => {
+    let settled: Promise<unknown>;
+    if (body !== undefined && body.byteLength >= MOVE_MIN_BYTES && body.byteOffset === 0 && body.buffer instanceof ArrayBuffer && body.byteLength === body.buffer.byteLength) {
+      try {
+        const moved = new ivm.ExternalCopy(value, { transferList: [body.buffer] }).copyInto({ release: true, transferIn: true });
+        settled = ref.apply(undefined, [id, ok, moved], { timeout: this.#run.remaining() });
+      } catch (error) {
+        settled = Promise.reject(error);
+      }
+    } else {
+      settled = ref.apply(undefined, [id, ok, value], { arguments: { copy: true }, timeout: this.#run.remaining() });
+    }
+    settled.catch((error: unknown) => {
       if (this.#run.over()) return;
       const info = this.#run.classify(error);
       this.#run.fail(info.code, info.message, info.details);

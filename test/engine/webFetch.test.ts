@@ -227,6 +227,13 @@ describe('fetch against a vendor', () => {
       { limits: { responseBytes: 4 * MIB } },
     );
     expect(across).toEqual(ACROSS.map((b) => around(new TextDecoder('utf-8', { ignoreBOM: true }).decode(b))));
+    // The same bodies streamed to fetch() in frames of their own (each large enough to be moved into the isolate, not copied).
+    const streamed = await value(
+      'across_utf8_streamed',
+      `const out = []; for (let i = 0; i < ${ACROSS.length}; i++) out.push(around(await (await fetch(base + '/across/' + i)).text())); return out;`.replace('const out', `const around = ${around.toString()}; const out`),
+      { limits: { responseBytes: 4 * MIB } },
+    );
+    expect(streamed).toEqual(across);
   });
 
   it("refuses a host the function may not reach with ctx.fetch's message, as a TypeError", async () => {

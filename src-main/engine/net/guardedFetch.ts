@@ -170,8 +170,10 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     const address = await resolveChecked(target, policy, request, redirectFrom);
     const swapped = policy.placeholders ? await swapPlaceholders(policy.placeholders, headers, target, hop, policy, request, redirectFrom) : undefined;
     const sendCredential = injection !== undefined && injection.hosts.some((h) => hostMatches(h, target.hostname, target.port, target.defaultPort));
-    const outUrl = new URL(target.url.href);
-    if (swapped) outUrl.search = swapped.search;
+    // A copy only when this hop changes the URL (a placeholder swapped in the query, a credential's parameter).
+    const changesUrl = (swapped !== undefined && swapped.search !== target.url.search) || (sendCredential && injection.query !== undefined);
+    const outUrl = changesUrl ? new URL(target.url.href) : target.url;
+    if (swapped && changesUrl) outUrl.search = swapped.search;
     const outHeaders: Record<string, string> = {};
     for (const [name, value] of swapped?.headers ?? headers) {
       if (!carryAuthorization && (name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie')) continue;
@@ -197,7 +199,8 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
     const streamTo = policy.stream && { to: policy.stream, last, url: target.display, redirected: hop > 0, given: false };
     let response: RawResponse;
     try {
-      response = await send(outUrl, currentMethod, outHeaders, body, { ...address, credentials: entry.credential ?? '' }, policy, streamTo);
+      const pinned = { address: address.address, family: address.family, credentials: entry.credential ?? '', servername: target.literal ? undefined : target.hostname };
+      response = await send(outUrl, currentMethod, outHeaders, body, pinned, policy, streamTo);
     } catch (error) {
       entry.ms = round(performance.now() - started);
       if (error instanceof StudioError) {
@@ -212,7 +215,7 @@ export async function guardedFetch(request: OutgoingRequest, policy: FetchPolicy
       entry.error = message;
       policy.trace(entry);
       // Socket errors name the address connected to ("connect ECONNREFUSED 10.0.0.5:443"): only the trace keeps it.
-      const told = isIpLiteral(target.hostname) ? message : withoutAddresses(message, [address.address]);
+      const told = target.literal ? message : withoutAddresses(message, [address.address]);
       throw new StudioError('fetch_failed', `${currentMethod} ${target.display}: ${told}`);
     }
     entry.status = response.status;
@@ -290,6 +293,8 @@ interface CheckedUrl {
   defaultPort: number;
   /** The URL as it may appear in traces and messages. */
   display: string;
+  /** The host is an IP address, not a name. */
+  literal: boolean;
   namedLiteral: boolean;
 }
 
@@ -315,15 +320,16 @@ function checkUrl(raw: string, patterns: HostPattern[], policy: FetchPolicy, req
   if (matching.length === 0) {
     throw refused(policy, request, display, redirectFrom, notAllowedHostReason(url.host, patterns.map(describePattern)));
   }
-  const namedLiteral = isIpLiteral(hostname) && matching.some((p) => p.literal && p.host === hostname);
+  const literal = isIpLiteral(hostname);
+  const namedLiteral = literal && matching.some((p) => p.literal && p.host === hostname);
   if (url.protocol === 'http:' && !namedLiteral) {
     throw refused(policy, request, display, redirectFrom, 'plain http is only allowed to a literal local address named in allowedHosts (e.g. 127.0.0.1:8080); use https');
   }
-  return { url, hostname, port, defaultPort, display, namedLiteral };
+  return { url, hostname, port, defaultPort, display, literal, namedLiteral };
 }
 
 async function resolveChecked(target: CheckedUrl, policy: FetchPolicy, request: OutgoingRequest, redirectFrom: string | undefined): Promise<{ address: string; family: 4 | 6 }> {
-  if (isIpLiteral(target.hostname)) {
+  if (target.literal) {
     const verdict = classifyAddress(unbracket(target.hostname), target.namedLiteral);
     if (!verdict.allowed) throw refused(policy, request, target.display, redirectFrom, verdict.reason);
     return verdict;
@@ -398,7 +404,7 @@ function send(
   method: string,
   headers: Record<string, string>,
   body: Uint8Array | undefined,
-  pinned: { address: string; family: 4 | 6; credentials: string },
+  pinned: { address: string; family: 4 | 6; credentials: string; servername: string | undefined },
   policy: FetchPolicy,
   streamTo?: { to: ResponseSink; last: (status: number, location: boolean) => boolean; url: string; redirected: boolean; given: boolean },
 ): Promise<RawResponse> {
@@ -417,7 +423,7 @@ function send(
         reject(new Error('aborted'));
         return;
       }
-      const options = { method, headers, lookup, agent: secure ? agents!.https : agents!.http, signal: policy.signal, servername: isIpLiteral(url.hostname) ? undefined : url.hostname, ...pin };
+      const options = { method, headers, lookup, agent: secure ? agents!.https : agents!.http, signal: policy.signal, servername: pinned.servername, ...pin };
       const req = secure ? https.request(url, options) : http.request(url, options);
       let answered = false;
       req.on('error', (error: NodeJS.ErrnoException) => {
