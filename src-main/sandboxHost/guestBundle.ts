@@ -125,7 +125,7 @@ function sourceKey(): string {
   const esbuildVersion = (JSON.parse(fs.readFileSync(packageJson('esbuild'), 'utf8')) as { version: string }).version;
   // The options name this copy's folder: each installed copy has its own entry (its npm files are the ones checked).
   hash.update(
-    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MINIFY_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0${ownModuleObjects.toString()}\0${guestScript.toString()}\0${sharedPackages.toString()}\0${PART_LOADER}${PART_RETURN}\0`,
+    `esbuild ${esbuildVersion}\0${JSON.stringify(GUEST_BUILD_OPTIONS)}\0${JSON.stringify(MINIFY_OPTIONS)}\0${JSON.stringify(MODULE_HELPERS.map(([, replacement]) => replacement))}\0${exportsInInitializers.toString()}\0${plainInitializers.toString()}\0${ownModuleObjects.toString()}\0${guestScript.toString()}\0${sharedPackages.toString()}\0${dataParts.toString()}\0${isDataLiteral.toString()}\0${DATA_MODULE.source}\0${PART_LOADER}${PART_RETURN}\0`,
   );
   const files = (fs.readdirSync(GUEST_DIR, { recursive: true, withFileTypes: true }) as fs.Dirent[])
     .filter((d) => d.isFile())
@@ -221,7 +221,35 @@ function sharedPackages(bundle: string): { bundle: string; parts: GuestPart[] } 
     const args = params === 'exports' ? 'exports' : 'exports, module';
     return `  var ${name} = __commonJS({\n    ${JSON.stringify(file)}(${params}) {\n      __guestPart(${parts.length - 1}, ${args});\n    }\n  });`;
   });
-  return { bundle: out, parts };
+  return { bundle: dataParts(out, parts), parts };
+}
+
+/** A guest module whose initializer only sets one export to a function returning a literal: `name = () => (literal);`. */
+const DATA_MODULE = /^( {2}var init_(\w+) = \(\) => \{\n {4}init_\2 = __esmDone;\n {4}try \{\n {6}\w+ = \(\) => )\(\n((?:.*\n)*?) {6}\);\n( {4}\} catch \(error\) \{)$/gm;
+
+/**
+ * The same for a guest module of data only (legacyEncodings.js: the single-byte encodings' tables,
+ * 23 KiB, read by a decoder of one of them): its literal becomes a part, which each call of the
+ * function evaluates (a fresh object each time, as before).
+ */
+function dataParts(bundle: string, parts: GuestPart[]): string {
+  return bundle.replace(DATA_MODULE, (whole, head: string, module: string, literal: string, tail: string) => {
+    if (literal.length < PART_MIN_BYTES || !isDataLiteral(literal)) return whole;
+    let source: string;
+    try {
+      source = minified(`(function ${module}() {\n"use strict";\nreturn (\n${literal});\n})`);
+    } catch {
+      return whole;
+    }
+    parts.push({ name: `callable:${module}.js`, source });
+    return `${head}__guestPart(${parts.length - 1});\n${tail}`;
+  });
+}
+
+/** Whether `text` is a literal of objects, arrays, strings, numbers, true, false and null (comments aside), which refers to nothing. */
+function isDataLiteral(text: string): boolean {
+  const bare = text.replace(/\/\*[^]*?\*\/|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'/g, ' ');
+  return /^(?:\s|[{}[\],:]|-?\d[\d.eE+-]*|true|false|null|[A-Za-z_$][\w$]*(?=\s*:))*$/.test(bare);
 }
 
 /** A guest text (guestScript) as the script an isolate compiles and the parts that follow it. */

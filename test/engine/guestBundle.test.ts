@@ -247,10 +247,10 @@ describe('the guest bundle', () => {
     expect(stack).toMatch(/^TypeError: Headers: "a b" is not a valid header name\n {4}at headerName \(callable:prelude:\d+:\d+\)\n {4}at Headers\.append \(callable:prelude:\d+:\d+\)\n {4}at new Headers \(callable:prelude:\d+:\d+\)\n {4}at bad_header_default \(bad_header\.js:\d+:\d+\)\n {4}at invoke \(callable:prelude:/);
   });
 
-  it('keeps the large npm packages out of the script every isolate compiles: the host holds them once, each evaluated on first use', () => {
+  it('keeps the large npm packages and the legacy encodings\' tables out of the script every isolate compiles: the host holds them once, each evaluated on first use', () => {
     const text = buildGuest();
     const { script, parts } = splitGuest(text);
-    expect(parts.map((part) => part.name)).toEqual(['callable:web-streams-polyfill/dist/ponyfill.js', 'callable:fflate/lib/browser.cjs']);
+    expect(parts.map((part) => part.name)).toEqual(['callable:web-streams-polyfill/dist/ponyfill.js', 'callable:fflate/lib/browser.cjs', 'callable:legacyEncodings.js']);
     expect(script.length + parts.reduce((n, part) => n + part.source.length, 0)).toBeLessThan(text.length);
     expect(script.length).toBeLessThan(text.length * 0.65);
     for (const part of parts) expect(script).not.toContain(part.source.slice(40, 200));
@@ -258,6 +258,8 @@ describe('the guest bundle', () => {
     const { install, globals } = evaluate(text);
     install();
     expect(globals('typeof new ReadableStream().getReader')).toBe('function');
+    // Single-byte decoders read their tables from their part.
+    expect(globals('[new TextDecoder("windows-1252").decode(new Uint8Array([0x80, 0x41])), new TextDecoder("koi8-r").encoding, new TextDecoder("latin1").decode(new Uint8Array([0x9c]))]')).toEqual(['\u20ACA', 'koi8-r', '\u0153']);
   });
 
   it('evaluates a package part with the eval and Reflect.apply of the fresh context, whatever the function replaced, and names it in stacks', async () => {
