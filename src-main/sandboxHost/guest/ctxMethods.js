@@ -48,7 +48,10 @@ const headerPairs = (headers) => {
 /** @param {RawResponse} raw */
 const makeResponse = (raw) => {
   const body = raw.body;
-  const headers = new (headersModule().Headers)(raw.headers);
+  // Made when first read: the Headers class (and its module, in a fresh context) costs more than the
+  // rest of the answer, and many functions read only the body.
+  /** @type {import('./headers.js').Headers | undefined} */
+  let headers;
   const text = () => PromiseResolve(utf8Decode(body));
   return ObjectFreeze({
     status: raw.status,
@@ -56,7 +59,9 @@ const makeResponse = (raw) => {
     ok: raw.status >= 200 && raw.status < 300,
     url: raw.url,
     redirected: raw.redirected,
-    headers,
+    get headers() {
+      return (headers ??= new (headersModule().Headers)(raw.headers));
+    },
     text,
     json: () => call(PromiseThen, text(), /** @param {string} t */ (t) => JSONParse(t)),
     arrayBuffer: () => PromiseResolve(call(TypedArrayBuffer, copyBytes(body))),
