@@ -159,6 +159,23 @@ describe('the guest bundle', () => {
     expect(await engine.run('globals', {}, { caller: 'test' })).toMatchObject({ ok: true, value: { keys: [], hidden: [] } });
   });
 
+  it('names every function and class it installs as the platform does (String(fetch), Blob.name), though the bundle renamed some', async () => {
+    // Every global that is a function (reading each makes the lazy ones), and what String() shows of two.
+    await defineFunction(
+      engine,
+      { name: 'named' },
+      `export default () => {
+        const wrong = [];
+        for (const key of Object.getOwnPropertyNames(globalThis)) {
+          const value = globalThis[key];
+          if (typeof value === 'function' && value.name !== key) wrong.push(key + ' is named ' + JSON.stringify(value.name));
+        }
+        return { wrong, distinct: clearInterval !== clearTimeout, blob: Object.prototype.toString.call(new Blob([])) + ' ' + new Blob([]).constructor.name };
+      }`,
+    );
+    expect(await engine.run('named', {}, { caller: 'test' })).toMatchObject({ ok: true, value: { wrong: [], distinct: true, blob: '[object Blob] Blob' } });
+  });
+
   it('makes none of the globals built on first use on a plain call\'s path: its handler finds them all still unmade', async () => {
     const names = ['TextEncoder', 'TextDecoder', 'URL', 'URLSearchParams', 'Headers', 'Blob', 'File', 'FormData', 'FileReader', 'Request', 'Response', 'fetch', 'ReadableStream', 'DOMException', 'AbortController', 'performance', 'SubtleCrypto'];
     await defineFunction(engine, { name: 'unmade' }, `export default () => ${JSON.stringify(names)}.filter((n) => typeof Object.getOwnPropertyDescriptor(globalThis, n)?.get !== 'function')`);

@@ -50,8 +50,10 @@ export const base64ToBytes = (text) => {
   return out;
 };
 
-export function install() {
-  defineGlobal('btoa', /** @param {unknown} input */ (input) => {
+// Methods, so each is named as the platform's is (a method's name is its key).
+const fns = {
+  /** @param {unknown} input */
+  btoa(input) {
     const s = str(input);
     const bytes = new Uint8ArrayCtor(s.length);
     for (let i = 0; i < s.length; i++) {
@@ -60,11 +62,17 @@ export function install() {
       bytes[i] = code;
     }
     return bytesToBase64(bytes);
-  });
-  defineGlobal('atob', /** @param {unknown} input */ (input) => {
+  },
+  /** @param {unknown} input */
+  atob(input) {
     const bytes = base64ToBytes(input);
     let out = '';
     for (let i = 0; i < bytes.length; i++) out += StringFromCharCode(/** @type {number} */ (bytes[i]));
     return out;
-  });
+  },
+};
+
+export function install() {
+  defineGlobal('btoa', fns.btoa);
+  defineGlobal('atob', fns.atob);
 }

@@ -51,8 +51,16 @@ export const lazyGlobal = (name, replacement, factory) => {
     return undefined;
   }
   if (!(name in made)) {
-    made[name] = factory();
-    defineGlobal(name, made[name]);
+    const value = factory();
+    // Named as the platform names it: the bundle renamed some classes and functions (Blob2, _Request).
+    if (typeof value === 'function' && value.name !== name) {
+      DATA.value = name;
+      DATA.writable = false;
+      ObjectDefineProperty(value, 'name', DATA);
+      DATA.writable = true;
+    }
+    made[name] = value;
+    defineGlobal(name, value);
   }
   return made[name];
 };
