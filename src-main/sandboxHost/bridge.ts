@@ -137,6 +137,13 @@ export const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted 
 const STREAMED = Symbol('streamed');
 /** A body at least this large moves into the isolate (its memory handed over, counted against memoryMb there) instead of being copied. */
 const MOVE_MIN_BYTES = 64 * 1024;
+/**
+ * ...and at most this share of the function's memoryMb. A copy that does not fit fails in the one
+ * run that asked for it (a RangeError there); moved memory is counted only after it arrives, and an
+ * isolate found over its limit then is ended with every run it holds.
+ */
+const MOVE_MAX_SHARE = 1 / 4;
+const MIB = 1024 * 1024;
 /** Errors from inside a fetch that end the whole run (a limit), not just reject the guest's promise. */
 const RUN_ENDING_CODES = new Set<ErrorCode>(['response_too_large', 'fetch_limit']);
 /** Errors from a question (ctx.elicit, ctx.sample) that end the whole run. */
@@ -440,7 +447,14 @@ export class RunBridge implements HostBinding {
     const ref = this.#settleRef;
     if (this.#run.over() || !ref) return;
     let settled: Promise<unknown>;
-    if (body !== undefined && body.byteLength >= MOVE_MIN_BYTES && body.byteOffset === 0 && body.buffer instanceof ArrayBuffer && body.byteLength === body.buffer.byteLength) {
+    if (
+      body !== undefined &&
+      body.byteLength >= MOVE_MIN_BYTES &&
+      body.byteLength <= this.#job.limits.memoryMb * MIB * MOVE_MAX_SHARE &&
+      body.byteOffset === 0 &&
+      body.buffer instanceof ArrayBuffer &&
+      body.byteLength === body.buffer.byteLength
+    ) {
       try {
         const moved = new ivm.ExternalCopy(value, { transferList: [body.buffer] }).copyInto({ release: true, transferIn: true });
         settled = ref.apply(undefined, [id, ok, moved], { timeout: this.#run.remaining() });
