@@ -111,6 +111,7 @@ export interface EngineOptions {
 }
 
 export type { RunOptions } from './run.ts';
+export type { LoadedFunction } from './functions/repository.ts';
 
 /**
  * The engine: functions, sandbox, egress, credentials and audit behind one facade, shared by

@@ -7,7 +7,7 @@ import type { KeptRecording, RunLedger } from './audit/ledger.ts';
 import type { CredentialService } from './credentials/credentials.ts';
 import { PLACEHOLDER_PREFIX, placeholderRefusal, RunPlaceholders } from './credentials/placeholders.ts';
 import { Redactor } from './credentials/redact.ts';
-import type { FunctionRepository } from './functions/repository.ts';
+import type { FunctionRepository, LoadedFunction } from './functions/repository.ts';
 import type { SchemaValidator } from './functions/schemas.ts';
 import { effectiveLimits, StudioError, type ApprovalDecision, type Caller, type LogEntry, type RunRecord, type RunResult, type TraceEntry } from './model/index.ts';
 import type { guardedFetch as GuardedFetch, Resolver } from './net/guardedFetch.ts';
@@ -36,6 +36,12 @@ export interface RunOptions {
   elicit?: Askers['elicit'];
   /** Answers ctx.sample with the client's model; absent: ctx.sample rejects. */
   sample?: Askers['sample'];
+  /**
+   * The function as the caller loaded it (functions.load) for this call, in the same turn and with
+   * no wait since (the MCP server's lookup): the run uses it instead of checking the catalog
+   * version again. Left out, or another function's, the run loads it.
+   */
+  loaded?: LoadedFunction | undefined;
 }
 
 export interface RunDeps {
@@ -57,7 +63,7 @@ export async function runFunction(deps: RunDeps, name: string, args: unknown, op
   const started = performance.now();
   // A run that could only be recorded in a schema another version replaced does not start.
   deps.runs.ready();
-  const { record, compiled } = deps.functions.load(name);
+  const { record, compiled } = options.loaded?.record.name === name ? options.loaded : deps.functions.load(name);
   if (options.requireEnabled && !record.enabled) throw new StudioError('disabled', `function "${name}" is disabled; enable it to call it`);
   const runId = randomUUID();
   const startedAt = new Date().toISOString();

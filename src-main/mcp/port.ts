@@ -1,5 +1,5 @@
 import type { ApprovalDecision, ElicitAnswer, ElicitRequest, FunctionRecord, LogLevel, ProfileSpec, RunResult, SampleAnswer, SampleRequest } from '../engine/model/index.ts';
-import type { ApprovalOutcome, ApprovalRequest } from '../engine/index.ts';
+import type { ApprovalOutcome, ApprovalRequest, LoadedFunction } from '../engine/index.ts';
 
 /**
  * What the MCP server needs from the engine, declared on the server's side: the engine satisfies it
@@ -10,7 +10,8 @@ export interface McpEnginePort {
     list(): FunctionRecord[];
     /** A number that moves whenever any process changes the functions or profiles. */
     catalogVersion(): number;
-    load(name: string): { record: FunctionRecord };
+    /** The function as a run needs it, read live (`version`: catalogVersion() as just read, in this turn). */
+    load(name: string, version?: number): LoadedFunction;
   };
   readonly profiles: {
     find(name: string): ProfileSpec | undefined;
@@ -48,4 +49,6 @@ export interface McpRunOptions {
   elicit?: ((request: ElicitRequest, signal: AbortSignal) => Promise<ElicitAnswer>) | undefined;
   /** Answers ctx.sample: the client's model (2025-era, sampling declared), else absent. */
   sample?: ((request: SampleRequest, signal: AbortSignal) => Promise<SampleAnswer>) | undefined;
+  /** The function as this call's lookup just loaded it (same turn, nobody asked since): the run does not read the catalog again. */
+  loaded?: LoadedFunction | undefined;
 }

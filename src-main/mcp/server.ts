@@ -1,5 +1,5 @@
 import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ElicitRequestFormParams, type McpServerFactory, type ServerContext, type Tool } from '@modelcontextprotocol/server';
-import type { ApprovalRequest } from '../engine/index.ts';
+import type { ApprovalRequest, LoadedFunction } from '../engine/index.ts';
 import type { McpEnginePort as Engine, McpRunOptions } from './port.ts';
 import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../engine/model/index.ts';
 import { describeToolFailure, toolErrorResult } from '../engine/model/toolResults.ts';
@@ -37,6 +37,8 @@ export class ToolServer {
   #warmed = false;
   /** The tools/list answer for one catalog version: it depends on nothing else. */
   #tools: { version: number; tools: Tool[] } | undefined;
+  /** This server's profile as read at one catalog version (every profile change moves it). */
+  #profileAt: { version: number; profile: ProfileSpec | undefined } | undefined;
 
   constructor(engine: Engine, options: ToolServerOptions) {
     this.#engine = engine;
@@ -71,8 +73,12 @@ export class ToolServer {
     return this.#live.size;
   }
 
-  #profile(): ProfileSpec | undefined {
-    return this.#options.profile === undefined ? undefined : this.#engine.profiles.find(this.#options.profile);
+  /** This server's profile, read again once the catalog version moved (`version`: as just read, in this turn). */
+  #profile(version?: number): ProfileSpec | undefined {
+    if (this.#options.profile === undefined) return undefined;
+    const now = version ?? this.#engine.functions.catalogVersion();
+    if (this.#profileAt?.version !== now) this.#profileAt = { version: now, profile: this.#engine.profiles.find(this.#options.profile) };
+    return this.#profileAt.profile;
   }
 
   /** The functions this server exposes right now (enabled, and in its profile if it has one). */
@@ -85,16 +91,16 @@ export class ToolServer {
     return all.filter((f) => names.has(f.name));
   }
 
-  /** The function a call names, if this server exposes it (enabled, in the profile). */
-  #lookup(name: string, profile: ProfileSpec | undefined): FunctionRecord | undefined {
+  /** The function a call names, read live, if this server exposes it (enabled, in the profile). */
+  #lookup(name: string, profile: ProfileSpec | undefined, version: number | undefined): LoadedFunction | undefined {
     if (this.#options.profile !== undefined && !profile?.functions.includes(name)) return undefined;
-    let record: FunctionRecord;
+    let loaded: LoadedFunction;
     try {
-      record = this.#engine.functions.load(name).record;
+      loaded = this.#engine.functions.load(name, version);
     } catch {
       return undefined;
     }
-    return record.enabled ? record : undefined;
+    return loaded.record.enabled ? loaded : undefined;
   }
 
   #build(): Server {
@@ -133,7 +139,15 @@ export class ToolServer {
       const wire = wireArguments.get(ctx.mcpReq.id);
       wireArguments.delete(ctx.mcpReq.id);
       const args = (wire && typeof wire === 'object' ? (wire as Record<string, unknown>) : request.params.arguments) ?? {};
-      const profile = this.#profile();
+      // One catalog read for the call: the profile, the lookup and the run all go by it, so a change
+      // any process made before the call is seen. A read that fails is left to the lookup (as before).
+      let version: number | undefined;
+      try {
+        version = this.#engine.functions.catalogVersion();
+      } catch {
+        version = undefined;
+      }
+      const profile = this.#profile(version);
       const metaTools = profile?.metaTools === true;
       const envelopeInfo = (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope?.[CLIENT_INFO_META_KEY] as { name?: string; version?: string } | undefined;
       const client = envelopeInfo ?? server.getClientVersion();
@@ -170,12 +184,12 @@ export class ToolServer {
         if (sinceProgress < PROGRESS_GAP_MS) await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS - sinceProgress));
         return value;
       };
-      const target = this.#lookup(name, profile);
+      const target = this.#lookup(name, profile, version);
       const approval = this.#approvalRoute(server, ctx);
       if (target) return settled(this.#call(server, target, args, runOptions, false, approval));
       if (metaTools && name === FIND_TOOL) return this.#find(this.servedFunctions(), args);
       if (metaTools && name === CALL_TOOL) {
-        const inner = typeof args.name === 'string' ? this.#lookup(args.name, profile) : undefined;
+        const inner = typeof args.name === 'string' ? this.#lookup(args.name, profile, version) : undefined;
         if (!inner) {
           return errorResult(`No function named ${JSON.stringify(args.name)} in this server. Call ${FIND_TOOL} to see the functions there are.`);
         }
@@ -290,13 +304,18 @@ export class ToolServer {
     return { content: [{ type: 'text', text: JSON.stringify(matches, null, 2) }] };
   }
 
-  async #call(server: Server, fn: FunctionRecord, args: unknown, options: McpRunOptions, viaMeta = false, approval?: ApprovalRoute): Promise<CallToolResult> {
+  async #call(server: Server, loaded: LoadedFunction, args: unknown, options: McpRunOptions, viaMeta = false, approval?: ApprovalRoute): Promise<CallToolResult> {
+    const fn = loaded.record;
     let result: RunResult;
     try {
       // A destructive function runs only once a person allowed the call (engine/prompts/approval.ts).
       const allowed = await this.#engine.approveCall({ fn, args, client: options.client, transport: options.transport, profile: options.profile, signal: options.signal, ...approval });
       if (!allowed.allowed) return errorResult(allowed.message);
-      result = await this.#engine.run(fn.name, args, { ...options, approval: allowed.decision });
+      // Without a decision nobody was asked (nothing was awaited but the check): the run uses the
+      // function the lookup read for this call instead of reading the catalog version again. After
+      // a person's answer, which may take minutes, the run reads it afresh.
+      const run = allowed.decision === undefined ? { ...options, loaded } : { ...options, approval: allowed.decision };
+      result = await this.#engine.run(fn.name, args, run);
     } catch (error) {
       if (error instanceof StudioError) return errorResult(`${fn.name} cannot run: ${error.message}`);
       this.#options.diagnostic?.(`tools/call ${fn.name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

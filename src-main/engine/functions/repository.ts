@@ -76,11 +76,11 @@ export class FunctionRepository {
   constructor(db: Db, packages?: PackageStore) {
     this.#db = db;
     this.#packages = packages;
-    this.#catalogVersion = db.prepare("SELECT value FROM settings WHERE key = 'catalog_version'");
+    // Read on every MCP call (the one catalog read a call makes): the bare value, no row object.
+    this.#catalogVersion = db.prepare("SELECT value FROM settings WHERE key = 'catalog_version'").pluck();
   }
 
-  #fresh(): void {
-    const version = this.catalogVersion();
+  #fresh(version = this.catalogVersion()): void {
     if (version === this.#cachedAt) return;
     this.#cachedAt = version;
     this.#list = undefined;
@@ -119,9 +119,12 @@ export class FunctionRepository {
     return found;
   }
 
-  /** The record with its compiled script, as the sandbox needs it. */
-  load(name: string): LoadedFunction {
-    this.#fresh();
+  /**
+   * The record with its compiled script, as the sandbox needs it. `version`: the catalog version
+   * the caller read in this same turn (catalogVersion()), so it is not read twice; left out, it is read here.
+   */
+  load(name: string, version?: number): LoadedFunction {
+    this.#fresh(version);
     let loaded = this.#loaded.get(name);
     if (!loaded) {
       const row = this.#read(() => this.#db.prepare('SELECT * FROM functions WHERE name = ?').get(name) as Row | undefined);
@@ -264,7 +267,7 @@ export class FunctionRepository {
 
   /** A number that changes whenever any process changes the set of functions. */
   catalogVersion(): number {
-    return Number((this.#catalogVersion.get() as { value: string } | undefined)?.value ?? 0);
+    return Number((this.#catalogVersion.get() as string | undefined) ?? 0);
   }
 
   #bumpCatalog(): void {
