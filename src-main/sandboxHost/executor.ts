@@ -32,6 +32,14 @@ const SHORTEST_TIMEOUT_MS = 100;
 export class SandboxExecutor {
   readonly #pool: IsolatePool;
   readonly #active = new Map<string, Run>();
+  /**
+   * The function whose guest code is still inside an isolate V8 gave up on for its memory limit,
+   * STOP_GRACE_MS after its run was ended for it: the code is in a builtin that does not look for
+   * termination (Array.prototype.fill on a huge array) and holds a core and growing memory until
+   * the builtin returns, seconds later. Only ending the process stops it; set before that run's
+   * outcome is returned.
+   */
+  runaway: string | undefined;
 
   constructor(options: { maxWarmIsolates?: number; onDiagnostic?: (message: string) => void } = {}) {
     // Built or read from the cache, and its code cache read or made, when the host starts: a first call waits for neither.
@@ -41,13 +49,23 @@ export class SandboxExecutor {
   }
 
   async run(job: SandboxJob): Promise<SandboxOutcome> {
-    const run = new Run(job, this.#pool);
+    const run = new Run(job, this.#pool, (functionName) => (this.runaway ??= functionName));
     this.#active.set(job.runId, run);
     try {
       return await run.execute();
     } finally {
       this.#active.delete(job.runId);
     }
+  }
+
+  /**
+   * Ends at once, with memory_limit, each run in flight whose isolate V8 has given up on (isolated-vm
+   * disposes an isolate when a garbage collection leaves it over its memoryLimit). The run's own
+   * entry into the isolate only returns when the guest's code next checks for termination, which a
+   * builtin working on a huge object may not do for seconds. Called by the host's memory watch.
+   */
+  endOverLimit(): void {
+    for (const run of this.#active.values()) run.endIfOverLimit();
   }
 
   /** CPU time used so far by the isolate of each run in flight (ns): busy runs are the ones whose figure moves. */
@@ -110,10 +128,14 @@ class Run implements RunControl {
   #parks = 0;
   #released = false;
   #onFailure: ((error: ErrorInfo) => void) | undefined;
+  readonly #onRunaway: (functionName: string) => void;
+  /** Set when the run was ended because its isolate was disposed for its memory limit while its code was still inside. */
+  #overLimitInside = false;
 
-  constructor(job: SandboxJob, pool: IsolatePool) {
+  constructor(job: SandboxJob, pool: IsolatePool, onRunaway: (functionName: string) => void) {
     this.#job = job;
     this.#pool = pool;
+    this.#onRunaway = onRunaway;
     this.#deadline = this.started + job.limits.timeoutMs;
     // While the run waits for the engine (a fetch, a question) its isolate seat may serve a waiting call.
     const fetch: SandboxJob['fetch'] = (request, signal, stream) => this.#parked(job.fetch(request, signal, stream));
@@ -156,6 +178,15 @@ class Run implements RunControl {
     return Math.max(1, Math.ceil(this.#deadline - performance.now()));
   }
 
+  /** Ends the run with memory_limit if its isolate was disposed for its memory limit (see SandboxExecutor.endOverLimit). */
+  endIfOverLimit(): void {
+    const slot = this.#slot;
+    if (this.over() || !slot || !slot.isolate.isDisposed || slot.disposedByHost) return;
+    this.#overLimitInside = true;
+    const { code, message, details } = memoryLimitError(this.#job.limits.memoryMb);
+    this.fail(code, message, details);
+  }
+
   /** Ends the run now with `code`; the first failure wins. */
   fail(code: ErrorCode, message: string, details?: Record<string, unknown>): void {
     if (this.#finished || this.#failure) return;
@@ -180,12 +211,13 @@ class Run implements RunControl {
     let prepared: PreparedContext | undefined;
     let exportsRef: ivm.Reference | undefined;
     let result: { json: string } | ErrorInfo;
+    let work: Promise<unknown> | undefined;
     try {
       if (this.#failure) throw new Error('failed before start');
       // Every seat of the function's isolates taken: wait for one (the deadline and a cancel end the wait).
       const slot = this.#pool.tryAcquire(job.functionName, job.limits.memoryMb) ?? (await this.#pool.wait(job.functionName, job.limits.memoryMb, this.#abort.signal));
       this.#slot = slot;
-      const work = (async (): Promise<{ json: string }> => {
+      const entry = (async (): Promise<{ json: string }> => {
         const script = await slot.script(job.compiled);
         prepared = await slot.takeContext(job.compiled);
         prepared.binding.sync = this.#bridge.sync;
@@ -210,9 +242,10 @@ class Run implements RunControl {
         })) as string;
         return { json };
       })();
-      result = await Promise.race([work, failed]);
-      // A run that failed early may leave `work` to reject later (abandoned promise): observe it.
-      work.catch(() => {});
+      work = entry;
+      result = await Promise.race([entry, failed]);
+      // A run that failed early may leave `entry` to reject later (abandoned promise): observe it.
+      entry.catch(() => {});
     } catch (error) {
       result = this.#failure ?? this.classify(error);
     } finally {
@@ -232,6 +265,9 @@ class Run implements RunControl {
     }
 
     const slot = this.#slot;
+    // isolated-vm rejects every entry into a disposed isolate once its code has left it: an entry
+    // still open after the grace is code stuck in a builtin, past the limit.
+    if (this.#overLimitInside && work && !(await settlesWithin(work, STOP_GRACE_MS))) this.#onRunaway(job.functionName);
     // Heap figures wait for the isolate's lock: only measured when asked (the studio console), or
     // to learn whether the guest of a run ended here has let go of its isolate.
     let heapBytes: number | undefined;
@@ -277,13 +313,7 @@ class Run implements RunControl {
   classify(error: unknown): ErrorInfo {
     if (error instanceof StudioError) return toErrorInfo(error);
     const slot = this.#slot;
-    if (slot && slot.isolate.isDisposed && !slot.disposedByHost) {
-      return {
-        code: 'memory_limit',
-        message: `the function used more than its memory limit of ${this.#job.limits.memoryMb} MB (memoryMb); use less memory or raise memoryMb`,
-        details: { limit: 'memoryMb' },
-      };
-    }
+    if (slot && slot.isolate.isDisposed && !slot.disposedByHost) return memoryLimitError(this.#job.limits.memoryMb);
     if (slot && slot.isolate.isDisposed && slot.stopped) {
       return { code: 'sandbox_crashed', message: `"${this.#job.functionName}" did not finish: another call of it kept running past its end and its isolate was stopped; call it again`, details: { function: this.#job.functionName } };
     }
@@ -327,6 +357,23 @@ class Run implements RunControl {
     if (typeof e.code === 'string') details.guestCode = e.code;
     return { ok: false, error: { code: 'function_error', message: `${name}: ${message}`, details }, ...base, resultBytes: 0 };
   }
+}
+
+/** Whether `work` settles (either way) within `ms`. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  const settled = await Promise.race([work.then(() => true, () => true), late]);
+  clearTimeout(timer);
+  return settled;
+}
+
+function memoryLimitError(memoryMb: number): ErrorInfo & { details: Record<string, unknown> } {
+  return {
+    code: 'memory_limit',
+    message: `the function used more than its memory limit of ${memoryMb} MB (memoryMb); use less memory or raise memoryMb`,
+    details: { limit: 'memoryMb' },
+  };
 }
 
 function guestMessage(error: unknown): string {

@@ -168,6 +168,8 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
       ask: (request, signal) => answerOf(state.asks, signal, (op) => send({ t: 'ask', runId, op, ...request })),
     });
     send({ t: 'done', runId, outcome });
+    // Sent after the outcome, so the engine has its memory_limit before this host goes.
+    if (executor.runaway !== undefined) endRunaway(executor.runaway);
   } catch (error) {
     send({ t: 'done', runId, outcome: { ok: false, error: { code: 'internal', message: `the sandbox failed: ${error instanceof Error ? error.message : String(error)}` }, logs: [], durationMs: 0, resultBytes: 0 } });
   } finally {
@@ -246,6 +248,23 @@ function overCap(rss: number): boolean {
 }
 
 /**
+ * An isolate disposed for its memory limit still runs guest code stuck in a builtin (its run has
+ * ended with memory_limit): it holds a core and grows past its limit until the builtin returns,
+ * seconds later. The process ends as it does over its cap; the engine ends the runs it still
+ * held with sandbox_crashed and starts another host.
+ */
+let endingRunaway = false;
+function endRunaway(functionName: string): void {
+  if (endingRunaway) return;
+  endingRunaway = true;
+  process.stderr.write(`sandbox host: "${functionName}" kept running inside a builtin after its isolate went over its memory limit; exiting\n`);
+  const rss = process.memoryUsage.rss();
+  send({ t: 'overCap', rssBytes: rss, capBytes: capBytes(rss), suspects: [] });
+  channel.end(() => die());
+  setTimeout(die, 100);
+}
+
+/**
  * The cap is watched every WATCH_MS while guest code may allocate: while a run is in flight, while
  * any isolate uses CPU (a warm-up, the spare context prepared after a run, which may evaluate a
  * module's top level, a run stuck in a builtin after its end was sent), and for WATCH_GRACE_MS
@@ -266,6 +285,8 @@ function guestRan(): boolean {
 function watchMemory(): void {
   watchUntil = performance.now() + WATCH_GRACE_MS;
   watch ??= setInterval(() => {
+    // A run whose isolate V8 gave up on ends now, not when its code next looks for termination.
+    executor.endOverLimit();
     if (overCap(process.memoryUsage.rss())) return;
     cpuSamples.push(executor.cpuTimes());
     if (cpuSamples.length > CPU_WINDOW) cpuSamples.shift();

@@ -28,6 +28,11 @@ describe('each limit, crossed', () => {
     await expectLimit('spin_later', 'export default async () => { await new Promise((r) => setTimeout(r, 5)); for (;;) {} }', { timeoutMs: 300 }, 'timeout', 'timeoutMs');
   });
 
+  it('ends a function put back to the version that crossed a limit as it did the first time', async () => {
+    // Its sandbox host is sent that version again (it keeps only a function's latest).
+    for (let i = 0; i < 2; i++) await expectLimit('spin_again', 'export default () => { for (;;) {} }', { timeoutMs: 300 }, 'timeout', 'timeoutMs');
+  });
+
   it('ends a run that awaits forever at the deadline', async () => {
     await expectLimit('hang', 'export default () => new Promise(() => {})', { timeoutMs: 200 }, 'timeout', 'timeoutMs');
   });

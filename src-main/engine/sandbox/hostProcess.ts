@@ -51,8 +51,11 @@ export class HostProcess {
   readonly #child: ChildProcess;
   #options: HostOptions;
   readonly #runs = new Map<string, HostRun>();
-  /** Module versions this host has been sent (`fn@hash`), so code crosses once. */
-  readonly #sent = new Set<string>();
+  /**
+   * The module version this host holds for each function (it keeps the last one sent), so code
+   * crosses once per change: a function put back to an earlier version is sent again.
+   */
+  readonly #sent = new Map<string, string>();
   readonly #silenceWatch: NodeJS.Timeout;
   #ending: Ending | undefined;
   #exited = false;
@@ -172,9 +175,8 @@ export class HostProcess {
         wedgeTimer: setTimeout(() => this.#end({ kind: 'wedged', runId: job.runId }), job.limits.timeoutMs + WEDGE_GRACE_MS),
       };
       this.#runs.set(job.runId, run);
-      const key = `${job.functionName}@${job.compiled.hash}`;
-      const code = this.#sent.has(key) ? undefined : job.compiled.code;
-      this.#sent.add(key);
+      const code = this.#sent.get(job.functionName) === job.compiled.hash ? undefined : job.compiled.code;
+      this.#sent.set(job.functionName, job.compiled.hash);
       this.#send({
         t: 'run',
         runId: job.runId,
@@ -194,9 +196,8 @@ export class HostProcess {
   /** Creates a function's isolate and compiles its module ahead of its first call. */
   warm(functionName: string, memoryMb: number, compiled: { code: string; hash: string }): void {
     if (!this.alive) return;
-    const key = `${functionName}@${compiled.hash}`;
-    const code = this.#sent.has(key) ? undefined : compiled.code;
-    this.#sent.add(key);
+    const code = this.#sent.get(functionName) === compiled.hash ? undefined : compiled.code;
+    this.#sent.set(functionName, compiled.hash);
     this.#send({ t: 'warm', fn: functionName, hash: compiled.hash, ...(code === undefined ? {} : { code }), memoryMb });
   }
 
