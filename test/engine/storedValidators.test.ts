@@ -1,8 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, MemorySecretStore, type Engine, type FunctionSpecInput } from '../../src-main/engine/index.ts';
+import { storedValidatorKey } from '../../src-main/engine/functions/schemas.ts';
 import { REPO } from '../support/callable.ts';
 import { tempDir } from '../support/tmp.ts';
 import { until } from '../support/wait.ts';
@@ -192,6 +194,50 @@ describe('kept argument and result validators', () => {
       expect(readFileSync(file, 'utf8'), what).not.toContain(acceptAll);
       expect(await call(), what).toBe(refused);
     }
+
+    // Code with a first line that is right for it: its hash catches accidents, not someone who can
+    // write the folder, so an entry is read only if it is a file this user owns that no one else may
+    // change, with no other name. Each of these is removed and made again, never run.
+    const key = storedValidatorKey(JSON.stringify(CASES[0]!.spec.inputSchema));
+    const forged = `// callable validator ${createHash('sha256').update(`${key}\0${acceptAll}`).digest('hex')}\n${acceptAll}`;
+    const elsewhere = join(tempDir('callable-forged-'), 'entry.js');
+    const placements: Array<[string, () => void]> = [
+      ['a link to a file elsewhere', () => (writeFileSync(elsewhere, forged), unlinkSync(file), symlinkSync(elsewhere, file))],
+      ['a file others may write', () => (writeFileSync(file, forged), chmodSync(file, 0o666))],
+    ];
+    for (const [what, place] of placements) {
+      place();
+      expect(await call(), what).toBe(refused);
+      await until(() => existsSync(file) && !lstatSync(file).isSymbolicLink() && readFileSync(file, 'utf8') !== forged, `${what} replaced`);
+      expect((lstatSync(file).mode & 0o777).toString(8), what).toBe('600');
+      expect(await call(), what).toBe(refused);
+    }
+    expect(readFileSync(elsewhere, 'utf8')).toBe(forged);
+  });
+
+  it('two functions whose schemas share an $id (copied from one vendor spec) are each checked by their own, kept or compiled', async () => {
+    const schema = (type: string) => ({ $id: 'https://vendor.example/schemas/item', type: 'object', properties: { n: { type } }, required: ['n'] });
+    const both: Case[] = [
+      { spec: { name: 'by_number', inputSchema: schema('number') }, calls: ['{"n":1}', '{"n":"one"}'] },
+      { spec: { name: 'by_string', inputSchema: schema('string') }, calls: ['{"n":"one"}', '{"n":1}'] },
+    ];
+    const answers = async (engine: Engine) => {
+      const seen: string[] = [];
+      for (const c of both) for (const args of c.calls) {
+        const result = await engine.run(c.spec.name, JSON.parse(args), { caller: 'test' });
+        seen.push(`${c.spec.name} ${args} → ${result.ok ? 'ok' : result.error.message}`);
+      }
+      return seen;
+    };
+    const expected = ['by_number {"n":1} → ok', 'by_number {"n":"one"} → invalid arguments: args.n must be number', 'by_string {"n":"one"} → ok', 'by_string {"n":1} → invalid arguments: args.n must be string'];
+    freshCache();
+    expect(await withEngine(await saved(both), answers)).toEqual(expected);
+    // With nowhere to keep them (a folder others may write), each is compiled in the process.
+    const blocked = join(tempDir('callable-cache-'), 'callable-studio', 'validators');
+    mkdirSync(blocked, { recursive: true });
+    chmodSync(blocked, 0o777);
+    process.env.XDG_CACHE_HOME = join(blocked, '../..');
+    expect(await withEngine(await saved(both), answers)).toEqual(expected);
   });
 
   it('once kept, the first check of a saved schema in a new process loads neither ajv nor its compiler', () => {

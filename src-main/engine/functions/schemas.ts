@@ -67,9 +67,9 @@ const STORED_FORMAT = 1;
 
 let generator: string | undefined;
 
-/** What a stored validator's code depends on besides its schema: ajv's version, the options, the proto alias, the format. */
+/** What a stored validator's code depends on besides its schema: ajv's version, the options, how "__proto__" is aliased (its code too), the format. */
 function storedGenerator(): string {
-  generator ??= JSON.stringify([(require('ajv/package.json') as { version: string }).version, STORED_OPTIONS, PROTO_ALIAS, STORED_FORMAT]);
+  generator ??= JSON.stringify([(require('ajv/package.json') as { version: string }).version, STORED_OPTIONS, PROTO_ALIAS, String(aliasProto), String(hasProtoKey), STORED_FORMAT]);
   return generator;
 }
 
@@ -166,10 +166,28 @@ export class SchemaValidator {
       try {
         if (!raw) {
           const ajv = this.#instance(dialect, stored);
-          const compiled = ajv.compile(proto ? (aliasProto(rest, true) as object) : rest);
-          raw = compiled;
-          // Missing, stale or damaged: stored again once this call is under way.
-          if (store) setTimeout(() => storeCode(store, key, ajv, compiled), STORE_DELAY_MS).unref?.();
+          const target = proto ? (aliasProto(rest, true) as object) : rest;
+          // The instance keeps no schema once done with it: two functions' schemas may share an
+          // $id (copied from one vendor's spec) and differ, and each must get its own validator.
+          let forget = (): void => void ajv.removeSchema(target);
+          try {
+            const compiled = ajv.compile(target);
+            raw = compiled;
+            if (store) {
+              // Missing, stale or damaged: stored again once this call is under way.
+              const done = forget;
+              forget = () => {};
+              setTimeout(() => {
+                try {
+                  storeCode(store, key, ajv, compiled);
+                } finally {
+                  done();
+                }
+              }, STORE_DELAY_MS).unref?.();
+            }
+          } finally {
+            forget();
+          }
         }
         validate = proto ? protoAware(raw) : raw;
       } catch (error) {

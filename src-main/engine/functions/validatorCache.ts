@@ -8,7 +8,10 @@
 // one that is not is not used), written only by this code from ajv's output for the saved schema.
 // An entry is named by the hash of what it was generated from (schema, ajv's version, options) and
 // its first line holds the hash of that and its code: an entry that is damaged, cut short, edited
-// or put under another schema's name is deleted and generated again, never evaluated.
+// or put under another schema's name is deleted and generated again, never evaluated. That hash
+// catches accidents, not an attacker (anyone who can write the folder can compute it): the boundary
+// is the folder's and each entry's ownership and mode, checked on every read (a link, a file with a
+// second name, or one others may write is never read).
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -56,11 +59,23 @@ export class ValidatorCache implements ValidatorStore {
     const file = path.join(dir, entryName(key));
     let content: string;
     let used: number;
+    let fd: number | undefined;
     try {
-      used = fs.statSync(file).mtimeMs;
-      content = fs.readFileSync(file, 'utf8');
-    } catch {
+      // The entry itself, not what a link points to, and only a file this user wrote and no one else may change.
+      fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
+      const stat = fs.fstatSync(fd);
+      if (!ownEntry(stat)) {
+        fs.rmSync(file, { force: true });
+        return undefined;
+      }
+      used = stat.mtimeMs;
+      content = fs.readFileSync(fd, 'utf8');
+    } catch (error) {
+      // ELOOP: a link where an entry should be; removed like any entry not written here.
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP') fs.rmSync(file, { force: true });
       return undefined;
+    } finally {
+      if (fd !== undefined) fs.closeSync(fd);
     }
     const newline = content.indexOf('\n');
     const code = content.slice(newline + 1);
@@ -111,6 +126,13 @@ function prune(dir: string): void {
   } catch {
     /* pruned next time */
   }
+}
+
+/** A regular file with one name, owned by this user and writable by no one else (Windows: the folder's ACL decides). */
+function ownEntry(stat: fs.Stats): boolean {
+  if (!stat.isFile() || stat.nlink !== 1) return false;
+  if (process.platform === 'win32') return true;
+  return stat.uid === process.getuid?.() && (stat.mode & 0o022) === 0;
 }
 
 function privateDir(dir: string): boolean {
