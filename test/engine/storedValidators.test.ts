@@ -216,7 +216,7 @@ describe('kept argument and result validators', () => {
   });
 
   it('two functions whose schemas share an $id (copied from one vendor spec) are each checked by their own, kept or compiled', async () => {
-    const schema = (type: string) => ({ $id: 'https://vendor.example/schemas/item', type: 'object', properties: { n: { type } }, required: ['n'] });
+    const schema = (type: string) => ({ $id: 'https://vendor.example/schemas/item', type: 'object' as const, properties: { n: { type } }, required: ['n'] });
     const both: Case[] = [
       { spec: { name: 'by_number', inputSchema: schema('number') }, calls: ['{"n":1}', '{"n":"one"}'] },
       { spec: { name: 'by_string', inputSchema: schema('string') }, calls: ['{"n":"one"}', '{"n":1}'] },

@@ -5,7 +5,7 @@ import { StudioError } from '../model/index.ts';
 const require = createRequire(import.meta.url);
 
 /** What both ajv builds (draft-07 and 2020-12) offer that is used here. */
-type AjvType = Pick<Ajv, 'compile'>;
+type AjvType = Pick<Ajv, 'compile' | 'removeSchema'>;
 
 /** The JSON Schema dialects Callable Studio validates with: 2020-12 unless a schema's `$schema` says draft-07. */
 export type SchemaDialect = '2020-12' | 'draft-07';
