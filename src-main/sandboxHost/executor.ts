@@ -124,7 +124,7 @@ class Run implements RunControl {
   #failure: ErrorInfo | undefined;
   #finished = false;
   #slot: IsolateSlot | undefined;
-  /** The run's waits for the engine in progress (its seat lent meanwhile), and whether its seat is given back. */
+  /** The run's waits for the engine in progress (its seat lent while there is one), and whether its seat is given back. */
   #parks = 0;
   #released = false;
   #onFailure: ((error: ErrorInfo) => void) | undefined;
@@ -143,18 +143,18 @@ class Run implements RunControl {
     this.#bridge = new RunBridge({ ...job, fetch, ask: ask && ((request, signal) => this.#parked(ask(request, signal))) }, this);
   }
 
+  /**
+   * The run holds one seat however many waits it has at once (Promise.all of five fetches): it
+   * lends it when its first wait starts and takes it back when its last one ends.
+   */
   async #parked<T>(waiting: Promise<T>): Promise<T> {
     const slot = this.#slot;
     if (!slot || this.#released) return waiting;
-    this.#pool.park(slot);
-    this.#parks++;
+    if (this.#parks++ === 0) this.#pool.park(slot);
     try {
       return await waiting;
     } finally {
-      if (!this.#released) {
-        this.#parks--;
-        this.#pool.unpark(slot);
-      }
+      if (!this.#released && --this.#parks === 0) this.#pool.unpark(slot);
     }
   }
 
@@ -276,7 +276,8 @@ class Run implements RunControl {
       if (job.measureHeap) heapBytes = measured;
     }
     if (slot) {
-      for (; this.#parks > 0; this.#parks--) this.#pool.unpark(slot);
+      if (this.#parks > 0) this.#pool.unpark(slot);
+      this.#parks = 0;
       this.#released = true;
       this.#pool.release(slot);
       slot.prepareSpare(job.compiled, job.limits.timeoutMs);
