@@ -196,6 +196,8 @@ async function writeResponse(response: Response, res: ServerResponse): Promise<v
     if (!chunk.done && isPriming(chunk.value)) {
       const primer = chunk.value;
       const next = reader.read();
+      // Observed even when the client left before it settled (the stream is then cancelled).
+      next.catch(() => {});
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timeout = new Promise<undefined>((resolve) => {
         timer = setTimeout(() => resolve(undefined), PRIMING_WAIT_MS);
