@@ -177,13 +177,15 @@ export class SchemaValidator {
               // Missing, stale or damaged: stored again once this call is under way.
               const done = forget;
               forget = () => {};
-              setTimeout(() => {
+              const timer: unknown = setTimeout(() => {
                 try {
                   storeCode(store, key, ajv, compiled);
                 } finally {
                   done();
                 }
-              }, STORE_DELAY_MS).unref?.();
+              }, STORE_DELAY_MS);
+              // Node's timer need not keep the process alive (a Worker's, in a deployed project, is a number).
+              (timer as { unref?: () => void }).unref?.();
             }
           } finally {
             forget();
