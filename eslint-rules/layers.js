@@ -67,7 +67,7 @@ export const LAYERS = [
     // It bundles the guest runtime with esbuild when it starts.
     layer: 'sandboxHost',
     files: 'src-main/sandboxHost/**',
-    paths: ['src-main/sandboxHost/**', 'src-main/engine/sandbox/protocol.ts', MODEL],
+    paths: ['src-main/sandboxHost/**', 'src-main/engine/sandbox/protocol.ts', 'src-main/engine/userCache.ts', MODEL],
     builtins: true,
     npm: { only: ['isolated-vm', 'zod', 'esbuild'] },
   },

@@ -82,6 +82,7 @@ const allowed: [string, string][] = [
   ['src-main/engine/model/x.ts', "import { z } from 'zod';\nimport type { ErrorInfo } from './errors.ts';"],
   ['src-main/sandboxHost/x.ts', "import ivm from 'isolated-vm';\nimport { randomBytes } from 'node:crypto';"],
   ['src-main/sandboxHost/x.ts', "import { encodeFrame } from '../engine/sandbox/protocol.ts';\nimport { StudioError } from '../engine/model/index.ts';\nimport { pureHostOp } from './bridge.ts';"],
+  ['src-main/sandboxHost/x.ts', "import { privateDir } from '../engine/userCache.ts';"],
   ['src-main/mcp/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { StudioError } from '../engine/model/index.ts';\nimport { ToolServer } from './server.ts';"],
   ['src-main/engineProcess/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../mcp/stdio.ts';\nimport { contract } from '../../src-preload/contract.ts';"],
   ['src-main/cli/x.ts', "import { createEngine } from '../engine/index.ts';\nimport { serveMcpStdio } from '../mcp/stdio.ts';\nimport { parse } from './common.ts';"],
@@ -110,7 +111,7 @@ describe('layering (eslint-rules/layers.js)', () => {
     const [message] = await problems('src-main/sandboxHost/x.ts', "import Database from 'better-sqlite3';");
     expect(message).toContain("Layer 'sandboxHost' (src-main/sandboxHost/**)");
     expect(message).toContain("'better-sqlite3'");
-    expect(message).toContain('Allowed: paths src-main/sandboxHost/**, src-main/engine/sandbox/protocol.ts, src-main/engine/model/**');
+    expect(message).toContain('Allowed: paths src-main/sandboxHost/**, src-main/engine/sandbox/protocol.ts, src-main/engine/userCache.ts, src-main/engine/model/**');
     expect(message).toContain('npm only isolated-vm, zod');
   });
 

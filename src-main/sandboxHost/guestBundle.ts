@@ -6,10 +6,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions, BuildResult, TransformOptions } from 'esbuild';
+import { privateDir, userCacheFolder } from '../engine/userCache.ts';
 
 const GUEST_DIR = fileURLToPath(new URL('./guest/', import.meta.url));
 const ROOT = path.resolve(GUEST_DIR, '../../..');
@@ -70,18 +70,9 @@ export function guestSource(): string {
   return memo;
 }
 
-/**
- * The user's guest cache folder: $XDG_CACHE_HOME (absolute) or ~/.cache, then callable-studio/guest.
- * Per user and private (0700), never a shared temp folder, where another user could plant code.
- */
+/** The user's guest cache folder (callable-studio/guest in the user's cache folder, userCache.ts). */
 export function defaultCacheDir(): string | undefined {
-  const xdg = process.env.XDG_CACHE_HOME;
-  try {
-    const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.cache');
-    return path.join(base, 'callable-studio', 'guest');
-  } catch {
-    return undefined; // no home folder: build in memory
-  }
+  return userCacheFolder('guest'); // undefined: no home folder, so built in memory
 }
 
 /**
@@ -370,20 +361,6 @@ function exportsInInitializers(bundle: string): string {
   }
   // Anything not placed (another esbuild layout) goes back as it was written.
   return waiting.size === 0 ? out.join('\n') : bundle;
-}
-
-/** Whether `dir` is (or is now made) a folder of this user that no one else may read or write. */
-function privateDir(dir: string): boolean {
-  try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const stat = fs.lstatSync(dir);
-    if (!stat.isDirectory()) return false;
-    // Windows has no mode bits; the folder is in the user's profile, private by its ACL.
-    if (process.platform === 'win32') return true;
-    return stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0;
-  } catch {
-    return false;
-  }
 }
 
 function readEntry(dir: string, key: string): string | undefined {

@@ -3,6 +3,7 @@ import ivm from 'isolated-vm';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { privateDir } from '../engine/userCache.ts';
 import { splitGuest } from './guestBundle.ts';
 
 /**
@@ -99,18 +100,6 @@ function cacheFile(dir: string, source: string): string | undefined {
   if (!privateDir(dir)) return undefined;
   const key = createHash('sha256').update(source).update(`\0${process.versions.v8}`).digest('hex').slice(0, 40);
   return path.join(dir, `${key}${CACHE_SUFFIX}`);
-}
-
-/** Whether `dir` is (or is now made) a folder of this user that no one else may read or write. */
-function privateDir(dir: string): boolean {
-  try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const stat = fs.lstatSync(dir);
-    if (!stat.isDirectory()) return false;
-    return process.platform === 'win32' || (stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0);
-  } catch {
-    return false;
-  }
 }
 
 /** The code cache in `file` when its first 32 bytes are the SHA-256 of the rest (a damaged file is never given to V8). */

@@ -14,9 +14,9 @@
 // second name, or one others may write is never read).
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { FunctionRecord } from '../model/index.ts';
+import { privateDir, userCacheFolder } from '../userCache.ts';
 import { SchemaValidator, savedValidatorStores, type ValidatorStore } from './schemas.ts';
 
 const HEADER = '// callable validator ';
@@ -135,35 +135,11 @@ function ownEntry(stat: fs.Stats): boolean {
   return stat.uid === process.getuid?.() && (stat.mode & 0o022) === 0;
 }
 
-function privateDir(dir: string): boolean {
-  try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const stat = fs.lstatSync(dir);
-    if (!stat.isDirectory()) return false;
-    // Windows has no mode bits; the folder is in the user's profile, private by its ACL.
-    if (process.platform === 'win32') return true;
-    return stat.uid === process.getuid?.() && (stat.mode & 0o077) === 0;
-  } catch {
-    return false;
-  }
-}
-
-/** The user's validator folder: $XDG_CACHE_HOME (absolute) or ~/.cache, then callable-studio/validators. */
-export function defaultValidatorFolder(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const xdg = env.XDG_CACHE_HOME;
-  try {
-    const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.cache');
-    return path.join(base, 'callable-studio', 'validators');
-  } catch {
-    return undefined; // no home folder: validators are compiled by each process
-  }
-}
-
 let userCache: ValidatorCache | undefined;
 
 /** The validators of this user (the folder follows XDG_CACHE_HOME as it is when used). */
 export function userValidators(): ValidatorCache {
-  userCache ??= new ValidatorCache(() => defaultValidatorFolder());
+  userCache ??= new ValidatorCache(() => userCacheFolder('validators'));
   return userCache;
 }
 
