@@ -63,11 +63,17 @@ export const FRESH_FILES = globSync(TEST_FILES, { cwd: import.meta.dirname, excl
   .filter((file) => OWN_PROCESS_FILES.includes(file) || HOOKED_HELPERS.some((helper) => read(file).includes(`/${helper.slice('test/'.length)}'`)))
   .sort();
 
+/**
+ * Every tier writes caches to a private temporary folder, never the user's own (test/setup/userCache.ts);
+ * the processes tests start inherit it.
+ */
+const CACHE_SETUP = 'test/setup/userCache.ts';
+
 /** Real components: isolated-vm needs --no-node-snapshot on Node 20+, and the keychain tests a private keyring. */
 const real = {
   pool: 'forks' as const,
   execArgv: ['--no-node-snapshot'],
-  globalSetup: ['test/setup/keychain.ts'],
+  globalSetup: ['test/setup/keychain.ts', CACHE_SETUP],
 };
 
 /**
@@ -89,7 +95,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     sequence: { sequencer: FreshFirst },
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT_FILES, pool: 'threads', maxWorkers: MAX_WORKERS.unit, sequence: { groupOrder: 3 } } },
+      { extends: true, test: { name: 'unit', include: UNIT_FILES, globalSetup: [CACHE_SETUP], pool: 'threads', maxWorkers: MAX_WORKERS.unit, sequence: { groupOrder: 3 } } },
       {
         extends: true,
         test: {
