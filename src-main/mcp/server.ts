@@ -1,4 +1,16 @@
-import { CLIENT_INFO_META_KEY, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ElicitRequestFormParams, type McpServerFactory, type ServerContext, type Tool } from '@modelcontextprotocol/server';
+import {
+  CLIENT_INFO_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type CallToolResult,
+  type ElicitRequestFormParams,
+  type JSONRPCRequest,
+  type McpServerFactory,
+  type Result,
+  type ServerContext,
+  type Tool,
+} from '@modelcontextprotocol/server';
 import type { ApprovalRequest, LoadedFunction } from '../engine/index.ts';
 import type { McpEnginePort as Engine, McpRunOptions } from './port.ts';
 import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../engine/model/index.ts';
@@ -104,7 +116,7 @@ export class ToolServer {
   }
 
   #build(): Server {
-    const server = new Server(SERVER_INFO, {
+    const server = new ToolCallServer(SERVER_INFO, {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions: 'Tools are functions written in Callable Studio; each runs in a sandbox with its own network allow-list.',
     });
@@ -301,7 +313,7 @@ export class ToolServer {
       })
       .slice(0, 25)
       .map((f) => ({ name: f.name, title: f.title, description: f.description, inputSchema: f.inputSchema }));
-    return { content: [{ type: 'text', text: JSON.stringify(matches, null, 2) }] };
+    return built({ content: [{ type: 'text', text: JSON.stringify(matches, null, 2) }] });
   }
 
   async #call(server: Server, loaded: LoadedFunction, args: unknown, options: McpRunOptions, viaMeta = false, approval?: ApprovalRoute): Promise<CallToolResult> {
@@ -328,12 +340,65 @@ export class ToolServer {
     const value = result.value;
     const text = typeof value === 'string' && !fn.outputSchema ? value : JSON.stringify(value);
     const base: CallToolResult = { content: [{ type: 'text', text }] };
-    if (fn.outputSchema && !viaMeta) return server.projectCallToolResult({ ...base, structuredContent: value as Record<string, unknown> }, fn.outputSchema);
-    return base;
+    // JSON.stringify gives no text for undefined: the SDK's check of the result says so, as before.
+    if (typeof text !== 'string') return base;
+    if (!fn.outputSchema || viaMeta) return built(base);
+    const projected = server.projectCallToolResult({ ...base, structuredContent: value as Record<string, unknown> }, fn.outputSchema);
+    // An object (the SDK wraps any other value as { result }), else the SDK checks it.
+    const structured = projected.structuredContent;
+    return structured !== null && typeof structured === 'object' && !Array.isArray(structured) ? built(projected) : projected;
   }
 }
 
 type ApprovalRoute = Pick<ApprovalRequest, 'session' | 'elicit'>;
+
+/** The first protocol revision whose results the SDK encodes differently (the 2026 era). */
+const FIRST_MODERN_PROTOCOL_VERSION = '2026-07-28';
+
+/**
+ * tools/call results this server built itself from text it made (a JSON value, an error message, a
+ * search's answer): a content array of text items, an isError flag and an object structuredContent,
+ * the shape the 2025-era result schema describes. Content a function returned is never here.
+ */
+const builtResults = new WeakSet<object>();
+
+function built<T extends CallToolResult>(result: T): T {
+  builtResults.add(result);
+  return result;
+}
+
+type RequestHandler = (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>;
+
+/**
+ * The SDK's Server, whose tools/call wrapper (its documented subclass hook) checks the request
+ * again after the registered handler's own check of the same request against the same schema, and
+ * checks the result against the result schema: on a 2025-era connection, a call whose result this
+ * server built (`builtResults`) goes straight to the registered handler, whose check of the request
+ * still runs first. Anything else takes the SDK's wrapper as before: a request carrying
+ * requestState, a 2026-era connection, a result with content a function returned (checked by the
+ * SDK), and a handler that threw something other than a ProtocolError (the registered handler's
+ * failed request check among them: the SDK's wrapper then answers it as it always did).
+ */
+class ToolCallServer extends Server {
+  protected override _wrapHandler(method: string, handler: RequestHandler): RequestHandler {
+    const checked = super._wrapHandler(method, handler);
+    if (method !== 'tools/call') return checked;
+    const viaSdk = (outcome: () => Promise<Result>, request: JSONRPCRequest, ctx: ServerContext): Promise<Result> => super._wrapHandler(method, outcome)(request, ctx);
+    return async (request, ctx) => {
+      const version = this.getNegotiatedProtocolVersion();
+      const legacy = version !== undefined && version < FIRST_MODERN_PROTOCOL_VERSION && (ctx.mcpReq as { envelope?: unknown }).envelope === undefined;
+      if (!legacy || ctx.mcpReq.requestState() !== undefined) return checked(request, ctx);
+      let result: Result;
+      try {
+        result = await handler(request, ctx);
+      } catch (error) {
+        if (error instanceof ProtocolError) throw error;
+        return viaSdk(() => Promise.reject(error as Error), request, ctx);
+      }
+      return builtResults.has(result) ? result : viaSdk(() => Promise.resolve(result), request, ctx);
+    };
+  }
+}
 
 function toolOf(f: FunctionRecord): Tool {
   return {
@@ -347,7 +412,7 @@ function toolOf(f: FunctionRecord): Tool {
 }
 
 function errorResult(text: string): CallToolResult {
-  return { ...toolErrorResult(text) };
+  return built({ ...toolErrorResult(text) });
 }
 
 function describeFailure(name: string, result: Extract<RunResult, { ok: false }>): string {
