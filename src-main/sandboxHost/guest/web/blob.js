@@ -12,9 +12,7 @@ import {
   StringToWellFormed,
   TypeErrorCtor,
   Uint8ArrayCtor,
-  TypedArraySet,
   TypedArrayBuffer,
-  TypedArrayByteOffset,
   TypedArrayByteLength,
   ObjectGetPrototypeOf,
   SymbolIterator,
@@ -31,8 +29,12 @@ import {
   append,
   viewOf,
 } from '../intrinsics.js';
-import { utf8Encode, utf8Decode } from '../encoding.js';
+import { utf8Encode } from '../encoding.js';
+import { loaded } from '../globals.js';
 import { streams } from './streams.js';
+import { viewBytes, concatBytes, copyRange, decodeText } from './bytes.js';
+
+export { viewBytes, concatBytes, copyRange, decodeText };
 
 /** The size of the chunks a blob's stream() gives. */
 const STREAM_CHUNK = 65536;
@@ -45,30 +47,6 @@ const normalizeType = (type) => {
     if (c < 0x20 || c > 0x7e) return '';
   }
   return call(StringToLowerCase, t);
-};
-
-// Views and copies made with the captured constructor and set(): subarray() and slice() would ask
-// the function's species constructor, which could keep a reference to a blob's own bytes.
-/** A view of bytes [from, to) of `bytes` (shares them). @param {Uint8Array} bytes @param {number} from @param {number} to */
-export const viewBytes = (bytes, from, to) => new Uint8ArrayCtor(call(TypedArrayBuffer, bytes), call(TypedArrayByteOffset, bytes) + from, to - from);
-/** The bytes of a list of chunks joined, in a fresh array. @param {Uint8Array[]} chunks */
-export const concatBytes = (chunks) => {
-  let total = 0;
-  for (let i = 0; i < chunks.length; i++) total += /** @type {Uint8Array} */ (chunks[i]).length;
-  const out = new Uint8ArrayCtor(total);
-  let at = 0;
-  for (let i = 0; i < chunks.length; i++) {
-    const c = /** @type {Uint8Array} */ (chunks[i]);
-    call(TypedArraySet, out, c, at);
-    at += c.length;
-  }
-  return out;
-};
-/** A fresh copy of bytes [from, to) of `bytes`. @param {Uint8Array} bytes @param {number} from @param {number} to */
-export const copyRange = (bytes, from, to) => {
-  const out = new Uint8ArrayCtor(to - from);
-  call(TypedArraySet, out, viewBytes(bytes, from, to));
-  return out;
 };
 
 /** WebIDL [Clamp] long long, as slice() takes its positions: rounded to the nearest, a half to the even one. @param {unknown} v @param {number} fallback */
@@ -333,5 +311,5 @@ export const bytesStream = (bytes, onPull, onStart) => {
 ObjectDefineProperty(Blob.prototype, SymbolToStringTag, { value: 'Blob', configurable: true });
 ObjectDefineProperty(File.prototype, SymbolToStringTag, { value: 'File', configurable: true });
 
-/** UTF-8 decode as the Encoding standard's "UTF-8 decode" does: a leading BOM is dropped, bad sequences become U+FFFD. @param {Uint8Array} b */
-export const decodeText = (b) => utf8Decode(b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? viewBytes(b, 3, b.length) : b);
+// Set last: a Blob or File exists only once this module has loaded (fetch checks this before a brand check would load it).
+loaded.blob = true;

@@ -43,15 +43,34 @@ import {
 } from '../intrinsics.js';
 import { sync, start } from '../host.js';
 import { utf8Encode } from '../encoding.js';
-import { paramsText, URLSearchParams } from '../url.js';
+import { loaded } from '../globals.js';
 import { Headers, headerList, freezeHeaders, headersFrozen } from '../headers.js';
 import { streams } from './streams.js';
-import { isBlob, blobBytes, blobType, makeBlob, makeFile, bytesStream, concatBytes, copyRange, decodeText, viewBytes } from './blob.js';
-import { isFormData, formParts, makeFormData } from './formData.js';
-import { AbortController, isAbortSignal, signalAborted, signalReason, onAbort as whenAborted } from './events.js';
-import { subtle } from './subtle.js';
-import { bytesToBase64 } from '../base64.js';
-import { structuredCloneFn } from './misc.js';
+import { concatBytes, copyRange, decodeText, viewBytes } from './bytes.js';
+
+// What only some requests use loads when one does: a fetch() in a fresh context loads none of
+// Blob, File, FormData, URLSearchParams, the events, WebCrypto or structuredClone, and a body read
+// with text(), json() or the like makes no ReadableStream (nor loads the streams library).
+/** @returns {typeof import('./blob.js')} */
+const blobs = () => require('./blob.js');
+/** @returns {typeof import('./formData.js')} */
+const forms = () => require('./formData.js');
+/** @returns {typeof import('../url.js')} */
+const urls = () => require('../url.js');
+/** @returns {typeof import('./events.js')} */
+const events = () => require('./events.js');
+/** A Blob or File (none exists before blob.js loaded). @param {unknown} v */
+const isBlob = (v) => loaded.blob === true && blobs().isBlob(v);
+/** A FormData (none exists before formData.js loaded). @param {unknown} v */
+const isFormData = (v) => loaded.formData === true && forms().isFormData(v);
+/** A URLSearchParams' form text, or undefined for anything else (none exists before url.js loaded). @param {unknown} v @returns {string | undefined} */
+const paramsText = (v) => (loaded.url === true ? urls().paramsText(v) : undefined);
+/** @param {any} signal */
+const signalAborted = (signal) => events().signalAborted(signal);
+/** @param {any} signal */
+const signalReason = (signal) => events().signalReason(signal);
+/** @param {any} signal @param {() => void} fn @returns {() => void} */
+const whenAborted = (signal, fn) => events().onAbort(signal, fn);
 
 /** The largest request body sent (the host refuses more too): a stream body is read up to this. */
 const MAX_REQUEST_BYTES = 50 * 1024 * 1024;
@@ -75,8 +94,9 @@ const rejected = (error) => new PromiseCtor((_, reject) => reject(error));
 /**
  * A body: its bytes when they are known, or the stream it is read from; `used` once read. A fetched
  * body whose request was aborted before it was read has `aborted` (the signal's reason) and
- * `controller`, its stream's, once it has one.
- * @typedef {{ bytes: Uint8Array | null, stream: any, used: boolean, aborted?: { reason: unknown }, controller?: any }} Body
+ * `controller`, its stream's, once it has one. A body the host streams has `host`, its fetch's
+ * operation id, until a stream or a read takes it; `reading` fails the read of it in progress.
+ * @typedef {{ bytes: Uint8Array | null, stream: any, used: boolean, aborted?: { reason: unknown }, controller?: any, host?: number, reading?: (reason: unknown) => void }} Body
  */
 
 /** @param {unknown} v */
@@ -94,8 +114,8 @@ const bodyUsed = (body) => body !== null && (body.used || disturbed(body.stream)
 const extractBody = (init, who) => {
   if (typeof init === 'string') return { body: { bytes: utf8Encode(init), stream: null, used: false }, type: TEXT_TYPE };
   if (isBlob(init)) {
-    const type = blobType(init);
-    return { body: { bytes: blobBytes(init), stream: null, used: false }, type: type === '' ? null : type };
+    const type = blobs().blobType(init);
+    return { body: { bytes: blobs().blobBytes(init), stream: null, used: false }, type: type === '' ? null : type };
   }
   if (isArrayBuffer(init) || ArrayBufferIsView(init)) {
     const view = isArrayBuffer(init) ? new Uint8ArrayCtor(init) : viewOf(init);
@@ -105,7 +125,7 @@ const extractBody = (init, who) => {
   if (params !== undefined) return { body: { bytes: utf8Encode(params), stream: null, used: false }, type: FORM_TYPE };
   if (isFormData(init)) {
     // Encoded by the host as ctx.fetch's multipart is: the same boundary for the same parts.
-    const encoded = sync('multipart', formParts(init));
+    const encoded = sync('multipart', forms().formParts(init));
     return { body: { bytes: encoded.body, stream: null, used: false }, type: encoded.contentType };
   }
   if (isStream(init)) {
@@ -124,6 +144,10 @@ const consume = (body, who, limit) => {
   if (body === null) return PromiseResolve(new Uint8Array(0));
   if (body.aborted !== undefined) return rejected(body.aborted.reason);
   if (bodyUsed(body)) return rejected(new TypeErrorCtor(`${who}: the body has already been read`));
+  if (body.stream === null && body.host !== undefined) {
+    body.used = true;
+    return readHost(body);
+  }
   if (body.stream === null) {
     body.used = true;
     return PromiseResolve(/** @type {Uint8Array} */ (body.bytes));
@@ -171,6 +195,45 @@ const readAll = (stream, who, limit) =>
     next();
   });
 
+/**
+ * A body the host streams, read in full without a ReadableStream: each read asks the host for the
+ * bytes that have arrived since, as the stream's pulls would.
+ * @param {Body} body @returns {Promise<Uint8Array>}
+ */
+const readHost = (body) =>
+  new PromiseCtor((resolve, reject) => {
+    const id = /** @type {number} */ (body.host);
+    body.host = undefined;
+    const chunks = /** @type {Uint8Array[]} */ (/** @type {unknown} */ (bareList()));
+    let over = false;
+    /** @param {unknown} reason */
+    const fail = (reason) => {
+      if (over) return;
+      over = true;
+      body.reading = undefined;
+      reject(reason);
+    };
+    body.reading = fail;
+    const next = () =>
+      call(
+        PromiseThen,
+        start('fetchRead', id),
+        /** @param {Uint8Array | null} bytes */ (bytes) => {
+          if (over) return;
+          if (bytes !== null) {
+            append(chunks, bytes);
+            next();
+            return;
+          }
+          over = true;
+          body.reading = undefined;
+          resolve(chunks.length === 1 ? /** @type {Uint8Array} */ (chunks[0]) : concatBytes(chunks));
+        },
+        /** @param {unknown} error */ (error) => fail(networkError(error)),
+      );
+    next();
+  });
+
 /** @param {Body | null} body */
 const streamOf = (body) => {
   if (body === null) return null;
@@ -182,14 +245,17 @@ const streamOf = (body) => {
         controller.error(reason);
       },
     });
+  } else if (body.stream === null && body.host !== undefined) {
+    body.stream = hostBodyStream(body.host, body);
+    body.host = undefined;
   } else if (body.stream === null && body.used) {
     // Read without a stream: its stream is one that was read (locked and disturbed), as if the read went through it.
-    const stream = bytesStream(new Uint8ArrayCtor(0));
+    const stream = blobs().bytesStream(new Uint8ArrayCtor(0));
     call(PromiseThen, stream.getReader().read(), undefined, () => {});
     body.stream = stream;
   } else if (body.stream === null) {
     const bytes = /** @type {Uint8Array} */ (body.bytes);
-    body.stream = bytesStream(
+    body.stream = blobs().bytesStream(
       bytes,
       () => {
         body.used = true;
@@ -215,6 +281,8 @@ const isByteStream = (stream) => {
 
 /** A structured clone of a stream chunk; a view keeps its kind, offset and length in a copy of its whole buffer (the library would keep only the viewed bytes). @param {unknown} chunk */
 const cloneChunk = (chunk) => {
+  /** @type {(value: unknown) => unknown} */
+  const structuredCloneFn = /** @type {typeof import('./misc.js')} */ (require('./misc.js')).structuredCloneFn;
   if (!ArrayBufferIsView(chunk)) return structuredCloneFn(chunk);
   const kind = call(TypedArrayName, chunk);
   if (kind === undefined) {
@@ -270,6 +338,7 @@ const teeBody = (stream) => {
 const cloneBody = (body, who) => {
   if (body === null) return null;
   if (bodyUsed(body)) throw new TypeErrorCtor(`${who}: the body has already been read`);
+  if (body.stream === null && body.host !== undefined) streamOf(body);
   if (body.stream === null) return { bytes: body.bytes, stream: null, used: false };
   const [a, b] = teeBody(body.stream);
   body.stream = a;
@@ -288,8 +357,8 @@ const parseForm = (bytes, type, who) => {
   const essence = call(StringToLowerCase, call(StringReplace, type, /;.*$/s, '')).trim();
   if (essence === 'application/x-www-form-urlencoded') {
     const entries = /** @type {import('./formData.js').Entry[]} */ (/** @type {unknown} */ (bareList()));
-    for (const [name, value] of /** @type {Iterable<[string, string]>} */ (/** @type {unknown} */ (new URLSearchParams(decodeText(bytes))))) append(entries, [name, value]);
-    return makeFormData(entries);
+    for (const [name, value] of /** @type {Iterable<[string, string]>} */ (/** @type {unknown} */ (new (urls().URLSearchParams)(decodeText(bytes))))) append(entries, [name, value]);
+    return forms().makeFormData(entries);
   }
   if (essence === 'multipart/form-data') {
     const match = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(type);
@@ -297,7 +366,7 @@ const parseForm = (bytes, type, who) => {
     if (boundary === undefined) throw new TypeErrorCtor(`${who}: the multipart/form-data content type has no boundary`);
     const entries = parseMultipart(bytes, boundary);
     if (entries === null) throw new TypeErrorCtor(`${who}: the body is not valid multipart/form-data`);
-    return makeFormData(entries);
+    return forms().makeFormData(entries);
   }
   throw new TypeErrorCtor(`${who}: the body is neither multipart/form-data nor application/x-www-form-urlencoded (content-type: "${type}")`);
 };
@@ -353,7 +422,7 @@ const parseMultipart = (bytes, boundary) => {
     }
     if (name === undefined) return null;
     const data = viewBytes(bytes, headEnd + 4, end);
-    append(entries, filename === undefined ? [name, decodeText(data)] : [name, makeFile(copyRange(data, 0, data.length), filename, contentType === '' ? 'text/plain' : contentType)]);
+    append(entries, filename === undefined ? [name, decodeText(data)] : [name, blobs().makeFile(copyRange(data, 0, data.length), filename, contentType === '' ? 'text/plain' : contentType)]);
     at = end + next.length;
   }
 };
@@ -387,7 +456,7 @@ const bodyMethods = (cls, bodyOf, headersOf) => {
     /** @this {any} */
     blob() {
       const type = mimeOf(headersOf(this));
-      return read(this, 'blob', (b) => makeBlob(copyRange(b, 0, b.length), type));
+      return read(this, 'blob', (b) => blobs().makeBlob(copyRange(b, 0, b.length), type));
     },
     /** @this {any} */
     text() {
@@ -459,7 +528,7 @@ let requestState;
 
 /** The request's own signal: it follows the one it was given (if any). @param {any} given */
 const followingSignal = (given) => {
-  const controller = new AbortController();
+  const controller = new (events().AbortController)();
   if (given !== null) {
     if (signalAborted(given)) controller.abort(signalReason(given));
     else whenAborted(given, () => controller.abort(signalReason(given)));
@@ -529,7 +598,7 @@ export class Request {
     if (method !== undefined) s.method = normalizeMethod(method);
     if (s.mode === 'no-cors' && s.method !== 'GET' && s.method !== 'HEAD' && s.method !== 'POST') throw new TypeErrorCtor(`Request: mode "no-cors" allows only GET, HEAD and POST, not ${s.method}`);
     if (signal !== undefined) {
-      if (signal !== null && !isAbortSignal(signal)) throw new TypeErrorCtor('Request: signal must be an AbortSignal');
+      if (signal !== null && !events().isAbortSignal(signal)) throw new TypeErrorCtor('Request: signal must be an AbortSignal');
       s.signal = signal;
       s.ownSignal = null;
     }
@@ -701,7 +770,6 @@ ObjectDefineProperty(Response.prototype, SymbolToStringTag, { value: 'Response',
 
 // ---- fetch ----
 
-const subtleDigest = subtle.digest;
 const STRENGTH = ['sha256', 'sha384', 'sha512'];
 /** @param {string} b64 A digest in base64 or base64url, padded or not, as one comparable form. */
 const digestForm = (b64) => call(StringReplace, call(StringReplace, call(StringReplace, b64, /=+$/, ''), /-/g, '+'), /_/g, '/');
@@ -725,7 +793,9 @@ const matchesIntegrity = (bytes, integrity) => {
   }
   if (strongest < 0) return PromiseResolve(true);
   const name = ['SHA-256', 'SHA-384', 'SHA-512'][strongest];
-  return call(PromiseThen, call(subtleDigest, subtle, { name }, bytes), /** @param {ArrayBuffer} digest */ (digest) => {
+  const { subtle } = /** @type {typeof import('./subtle.js')} */ (require('./subtle.js'));
+  const { bytesToBase64 } = /** @type {typeof import('../base64.js')} */ (require('../base64.js'));
+  return call(PromiseThen, subtle.digest({ name }, bytes), /** @param {ArrayBuffer} digest */ (digest) => {
     const actual = digestForm(bytesToBase64(new Uint8ArrayCtor(digest)));
     for (let i = 0; i < items.length; i++) {
       const [rank, expected] = /** @type {[number, string]} */ (items[i]);
@@ -854,7 +924,8 @@ export const fetchFn = (input, init = undefined) => {
             freezeHeaders(headers);
             /** @type {Body} */
             const responseBody = { bytes: raw.stream === true ? null : raw.body, stream: null, used: false };
-            if (raw.stream === true && !empty && id !== undefined) responseBody.stream = hostBodyStream(id, responseBody);
+            // Its stream is made when asked for: text(), json() and the like read the host directly.
+            if (raw.stream === true && !empty && id !== undefined) responseBody.host = id;
             const response = makeResponse({
               type: 'basic',
               url: raw.url,
@@ -869,7 +940,7 @@ export const fetchFn = (input, init = undefined) => {
             if (signal !== null && received !== null) {
               whenAborted(signal, () => {
                 // Read already, or nothing to read (an empty body's stream closes before it could error).
-                if ((received.stream === null && received.used) || (received.bytes !== null && received.bytes.length === 0)) return;
+                if ((received.stream === null && received.used && received.reading === undefined) || (received.bytes !== null && received.bytes.length === 0)) return;
                 received.aborted = { reason: signalReason(signal) };
                 if (raw.stream === true && id !== undefined) {
                   try {
@@ -884,6 +955,7 @@ export const fetchFn = (input, init = undefined) => {
                 } catch {
                   // Read to its end already.
                 }
+                if (received.reading !== undefined) received.reading(signalReason(signal));
               });
             }
             if (s.integrity === '') {

@@ -3,6 +3,7 @@
 // File (a Blob becomes a File named "blob"). Names and strings are USVStrings (lone surrogates
 // become U+FFFD). Other guest modules read a form's entries through formEntries(), never its methods.
 import { ObjectCreate, ObjectDefineProperty, ReflectApply, StringToWellFormed, TypeErrorCtor, SymbolIterator, SymbolToStringTag, call, str, bareList, append } from '../intrinsics.js';
+import { loaded } from '../globals.js';
 import { isBlob, isFile, blobBytes, blobType, fileName, fileLastModified, makeFile } from './blob.js';
 
 /** @typedef {[name: string, value: string | import('./blob.js').File]} Entry */
@@ -152,3 +153,6 @@ export const formParts = (form) => {
   }
   return parts;
 };
+
+// Set last: a FormData exists only once this module has loaded (fetch checks this before a brand check would load it).
+loaded.formData = true;
