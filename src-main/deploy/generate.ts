@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'esbuild';
 import { effectiveLimits, isHostPatternError, parseHostPattern, StudioError, type Engine, type EffectiveLimits, type FunctionRecord } from '../engine/index.ts';
-import { dialectOf } from '../engine/functions/schemas.ts';
+import { SchemaValidator } from '../engine/functions/schemas.ts';
+import { hasProtoKey } from '../engine/model/schemaAliases.ts';
 import { classifyAddress, unbracket } from '../engine/net/addresses.ts';
 
 /**
@@ -58,7 +58,8 @@ export const TOKEN_VAR = 'CALLABLE_MCP_TOKEN';
 export const COMPATIBILITY_DATE = '2025-09-01';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const WORKERS = join(HERE, 'workers');
-const require = createRequire(import.meta.url);
+/** The "__proto__" aliasing the engine validates with, bundled into the gateway with the validators that need it. */
+const SCHEMA_ALIASES = join(HERE, '..', 'engine', 'model', 'schemaAliases.ts');
 
 /** What the gateway knows of one function. */
 interface CatalogEntry {
@@ -238,24 +239,31 @@ export async function writeDeployment(engine: Engine, options: DeployOptions): P
 }
 
 /**
- * Argument and result validators compiled ahead by ajv (standalone code), with the options the
- * engine validates with: the isolates of workerd may not compile code at run time.
+ * Argument and result validators compiled ahead (the isolates of workerd may not compile code at
+ * run time) exactly as the engine keeps a saved function's (SchemaValidator.storeStored): ajv's
+ * standalone code with the same options (own properties only), dialect and "__proto__" aliasing.
+ * A schema that names a "__proto__" field gets its validator wrapped as the engine's is
+ * (protoAware), so the deployed gateway answers an argument as the local server does.
  */
 async function validatorModules(records: FunctionRecord[]): Promise<Record<string, string>> {
-  const standaloneCode = (require('ajv/dist/standalone/index.js') as typeof import('ajv/dist/standalone/index.js')).default;
-  const { Ajv2020 } = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
-  const { Ajv: AjvDraft07 } = require('ajv') as typeof import('ajv');
-  const options = { allErrors: true, strict: false, validateFormats: false, code: { source: true, esm: true } };
+  const validator = new SchemaValidator();
   const modules: Record<string, string> = {};
   const lines: string[] = [];
   let i = 0;
   const compile = (schema: object, what: string): string => {
-    const dialect = dialectOf(schema, what);
-    const { $schema: _declared, ...rest } = schema as Record<string, unknown>;
-    const ajv = dialect === '2020-12' ? new Ajv2020(options) : new AjvDraft07(options);
+    let code: string | undefined;
+    validator.storeStored(schema, what, { read: () => undefined, write: (_key, written) => (code = written) });
+    // storeStored leaves a schema that does not compile to its call: compiling it says why.
+    if (code === undefined) {
+      validator.compile(schema, what);
+      throw new StudioError('bad_input', `${what}: its validator could not be written out as code`);
+    }
     const id = `callable:validator/${i++}`;
-    modules[id] = standaloneCode(ajv, ajv.compile(rest));
-    return id;
+    modules[id] = code;
+    const { $schema: _declared, ...rest } = schema as Record<string, unknown>;
+    if (!hasProtoKey(rest)) return id;
+    modules[`${id}/aware`] = `import validate from ${JSON.stringify(id)};\nimport { protoAware } from ${JSON.stringify(SCHEMA_ALIASES)};\nexport default protoAware(validate);\n`;
+    return `${id}/aware`;
   };
   const imports: string[] = [];
   for (const record of records) {

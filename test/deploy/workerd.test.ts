@@ -19,6 +19,9 @@ import { freePort, roundRobin, startDeployServe, type DeployServe } from './supp
  */
 const SECRET = `sk-deploy-${process.pid}-c0ffee`;
 const ERAS: Era[] = ['2026-07-28', '2025-11-25'];
+/** A schema with a "__proto__" field (JSON.parse makes it an own property, as a saved schema's). */
+const PROTO_SCHEMA =
+  '{"type":"object","properties":{"__proto__":{"type":"object","properties":{"polluted":{"type":"boolean"}},"additionalProperties":false},"constructor":{"type":"string"},"result":{}},"required":["__proto__"],"dependentRequired":{"constructor":["__proto__"]},"additionalProperties":false}';
 
 let dataDir: string;
 let vendor: Awaited<ReturnType<typeof vendorServer>> & { connections: () => number };
@@ -136,6 +139,27 @@ beforeAll(async () => {
       { name: 'asks', description: 'Asks the user', inputSchema: { type: 'object', properties: {} } },
       `export default async (args, ctx) => ctx.elicit('Which floor?', { type: 'object', properties: { floor: { type: 'integer' } } })`,
     );
+    // Fields named "__proto__" (validated under an alias) and "constructor" (an own property or
+    // absent, never Object.prototype's): the deployed gateway answers these as the local server does.
+    await defineFunction(
+      engine,
+      {
+        name: 'proto_fields',
+        description: 'Has a "__proto__" field',
+        inputSchema: JSON.parse(PROTO_SCHEMA) as { type: 'object' },
+        outputSchema: JSON.parse(PROTO_SCHEMA) as { type: 'object' },
+      },
+      'export default (args) => args.result ?? args',
+    );
+    await defineFunction(
+      engine,
+      {
+        name: 'own_fields',
+        description: 'Requires a field named "constructor"',
+        inputSchema: { type: 'object', properties: { constructor: { type: 'string' }, toString: { type: 'string' } }, required: ['constructor'] },
+      },
+      'export default (args) => Object.keys(args)',
+    );
     await defineFunction(
       engine,
       { name: 'counter', description: 'Counts calls in its global scope', inputSchema: { type: 'object', properties: {} } },
@@ -210,6 +234,37 @@ describe.each(ERAS)('the deployed gateway, with a %s client', (era) => {
     expect(textOf(result)).toBe(
       'Invalid arguments for echo: args.text is required; args has an unexpected property "txt". Fix the arguments to match the tool\'s input schema and call again.',
     );
+  });
+
+  it('answers arguments with a "__proto__" field or an inherited one as the local server does', async () => {
+    const local = await connect(era, { transport: 'stdio', stdioArgs: ['--data-dir', dataDir] });
+    clients.push(local);
+    const deployed = await client(era);
+    const calls: Array<[string, string]> = [
+      ['proto_fields', '{"__proto__":{"polluted":true},"constructor":"c"}'],
+      ['proto_fields', '{"constructor":"c"}'],
+      ['proto_fields', '{"__proto__":{"polluted":1,"x":0},"prototype":1}'],
+      ['proto_fields', '{"__proto__":{"polluted":false},"result":{"__proto__":{"polluted":"yes"}}}'],
+      ['own_fields', '{}'],
+      ['own_fields', '{"constructor":"c"}'],
+    ];
+    const answers = async (c: TestClient) => {
+      const seen: string[] = [];
+      for (const [name, args] of calls) {
+        const result = await c.callTool(name, JSON.parse(args) as Record<string, unknown>);
+        seen.push(`${name} ${args} → ${result.isError ? 'error' : 'ok'} ${textOf(result)}`);
+      }
+      return seen;
+    };
+    const locally = await answers(local);
+    expect(await answers(deployed)).toEqual(locally);
+    // What both say: a "__proto__" field is checked like any other, an inherited "constructor" is absent.
+    expect(locally[1]).toContain('args.__proto__ is required; args must have property __proto__ when property constructor is present');
+    expect(locally[2]).toContain('args has an unexpected property "prototype"; args.__proto__ has an unexpected property "x"; args.__proto__.polluted must be boolean');
+    expect(locally[3]).toContain('result.__proto__.polluted must be boolean');
+    expect(locally[4]).toContain('args.constructor is required');
+    expect(locally[4]).not.toContain('must be string');
+    expect(locally.map((line) => line.split(' → ')[1]!.split(' ')[0])).toEqual(['ok', 'error', 'error', 'error', 'error', 'ok']);
   });
 
   it('reports a throwing function as a tool error', async () => {
