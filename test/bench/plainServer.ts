@@ -6,6 +6,13 @@
 //                                          the same, with the echo run in a fresh isolated-vm
 //                                          context per call, in process (the ideal reference:
 //                                          what a fresh-context server with no other cost pays)
+//   node test/bench/plainServer.ts stdio-hop
+//                                          the hop floor: the same, with each call forwarded to one
+//                                          long-lived child process (hop.ts, hopChild.ts) that runs
+//                                          the ideal's fresh-context echo and answers back
+//   node test/bench/plainServer.ts fetch-hop
+//                                          stdio; fetch_one through the same child: its function
+//                                          asks this process to make the request (Node's fetch)
 //   node test/bench/plainServer.ts http    Streamable HTTP on 127.0.0.1, a free port; prints
 //                                          "PLAIN on http://127.0.0.1:PORT/mcp" to stderr
 //   node test/bench/plainServer.ts fetch   stdio; fetch_one and fetch_json ({ url }): one request
@@ -19,32 +26,15 @@
 import { createMcpHandler, fromJsonSchema, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpServerFactory } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { localhostHostValidation, localhostOriginValidation, toNodeHandler } from '@modelcontextprotocol/node';
-import ivm from 'isolated-vm';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { contextEcho, type EchoArgs } from './contextEcho.ts';
 import { ECHO_INPUT_SCHEMA, URL_INPUT_SCHEMA } from './fixture.ts';
+import { Hop } from './hop.ts';
 
 console.log = console.error; // stdout is the protocol channel in stdio mode
 
-type EchoArgs = { text: string; n: number };
 const plainEcho = (args: EchoArgs): string => JSON.stringify({ echo: args.text, n: args.n * 2 });
-
-/** The echo in a fresh context per call: context, one call in, the JSON answer out, release (sync, like the floor). */
-function contextEcho(): (args: EchoArgs) => string {
-  const isolate = new ivm.Isolate({ memoryLimit: 32 });
-  const script = isolate.compileScriptSync(`(function (argsJson) { const { text, n } = JSON.parse(argsJson); return JSON.stringify({ echo: text, n: n * 2 }); })`);
-  return (args) => {
-    const context = isolate.createContextSync();
-    try {
-      const fn = script.runSync(context, { reference: true }) as ivm.Reference<(json: string) => string>;
-      const json = fn.applySync(undefined, [JSON.stringify(args)], { result: { copy: true } }) as string;
-      fn.release();
-      return json;
-    } finally {
-      context.release();
-    }
-  };
-}
 
 const mode = process.argv[2] ?? 'stdio';
 type Schema = Parameters<typeof fromJsonSchema>[0];
@@ -54,7 +44,7 @@ interface Tool {
   inputSchema: { type: 'object' };
   run(args: unknown): string | Promise<string>;
 }
-const echoTool = (name: string, run: (args: EchoArgs) => string): Tool => ({
+const echoTool = (name: string, run: (args: EchoArgs) => string | Promise<string>): Tool => ({
   name,
   description: 'Echoes text and doubles n.',
   inputSchema: ECHO_INPUT_SCHEMA as unknown as { type: 'object' },
@@ -68,9 +58,21 @@ const urlTool = (name: string, run: (url: string) => Promise<unknown>): Tool => 
   run: async (args) => JSON.stringify(await run((args as { url: string }).url)),
 });
 
+/** The hop modes' child process, spawned at start. */
+let hopChild: Hop | undefined;
+
 function toolsOf(m: string): Tool[] {
   if (m === 'stdio' || m === 'http') return [echoTool('echo', plainEcho)];
   if (m === 'stdio-context') return [echoTool('echo', contextEcho())];
+  if (m === 'stdio-hop') {
+    const hop = (hopChild ??= new Hop());
+    return [echoTool('echo', (args) => hop.call('echo', args))];
+  }
+  if (m === 'fetch-hop') {
+    const hop = (hopChild ??= new Hop());
+    // The same schema and answer as the fetch mode's fetch_one, made in the child's fresh context.
+    return [{ name: 'fetch_one', description: 'Fetches a URL (fetch_one).', inputSchema: URL_INPUT_SCHEMA as unknown as { type: 'object' }, run: (args) => hop.call('fetch_one', { url: (args as { url: string }).url }) }];
+  }
   if (m === 'fetch') {
     return [
       urlTool('fetch_one', async (url) => {
@@ -121,9 +123,12 @@ const factory: McpServerFactory = () => {
 const onerror = (error: Error): void => void process.stderr.write(`plain: ${error.message}\n`);
 process.on('unhandledRejection', (error) => process.stderr.write(`plain: unhandled rejection: ${String(error)}\n`));
 
-if (mode === 'stdio' || mode === 'stdio-context' || mode === 'fetch' || mode === 'catalog') {
+if (mode === 'stdio' || mode === 'stdio-context' || mode === 'stdio-hop' || mode === 'fetch' || mode === 'fetch-hop' || mode === 'catalog') {
   const handle = serveStdio(factory, { onerror });
-  const stop = (): void => void handle.close().finally(() => process.exit(0));
+  const stop = (): void => {
+    hopChild?.close();
+    void handle.close().finally(() => process.exit(0));
+  };
   process.stdin.once('end', stop);
   process.stdin.once('close', stop);
   process.once('SIGTERM', stop);
@@ -154,6 +159,6 @@ if (mode === 'stdio' || mode === 'stdio-context' || mode === 'fetch' || mode ===
   process.stdin.once('end', stop);
   process.stdin.once('close', stop);
 } else {
-  process.stderr.write(`usage: node test/bench/plainServer.ts stdio|stdio-context|http|fetch|catalog N\n`);
+  process.stderr.write(`usage: node test/bench/plainServer.ts stdio|stdio-context|stdio-hop|http|fetch|fetch-hop|catalog N\n`);
   process.exit(2);
 }

@@ -13,7 +13,10 @@
 // fresh-context model (bare isolated-vm in this process, test/bench/bare.ts) takes its turn in the
 // burst and 16-in-flight rounds like a target, and the plain server with a fresh context per call
 // (plainServer.ts stdio-context) is the ideal fresh-context server: the issue's figures computed
-// for it (ideal_*) bound what any design can reach on this machine. Memory figures count `callable mcp`'s sandbox host
+// for it (ideal_*) bound what any design can reach on this machine. The hop floor (plainServer.ts
+// stdio-hop, hop.ts) is the ideal with the isolate one process away: the plain server forwards each
+// call to one long-lived child process running the ideal's fresh-context echo; its figures (hop_*,
+// *_vs_hop) are the least a design with isolates outside the server process pays. Memory figures count `callable mcp`'s sandbox host
 // processes; three memory bombs (test/bench/bombs.ts) run against a live `callable mcp` at the end,
 // with its hosts' resident size sampled from /proc. Then, each beside its reference in the same run:
 // ctx.fetch against Node's fetch (vendorBench.ts), 1,000 functions against the plain server with
@@ -41,6 +44,7 @@ import {
   killEverything,
   plainStdio,
   plainStdioContext,
+  plainStdioHop,
   productStdio,
   REPO,
   sandboxHostPids,
@@ -60,7 +64,7 @@ import {
 /** The sections a run can be limited to with --only, in the order they run. */
 const SECTIONS = {
   startup: 'spawn → first tools/list, and the first tools/call after it',
-  calls: 'sparse, back-to-back and 16 in flight beside the plain and ideal servers and the floor; memlimit',
+  calls: 'sparse, back-to-back and 16 in flight beside the plain and ideal servers, the hop floor and the floor; memlimit',
   memory: 'resident size of 100 warm functions',
   bombs: 'three memory bombs against a live callable mcp',
   workerd: 'a call through the workerd gateway',
@@ -216,8 +220,18 @@ const TARGETS = {
   ideal_sparse_p50_ratio: { op: 'info', value: Number.NaN, shown: '(ideal)', section: 'calls' },
   ideal_burst_overhead_over_floor: { op: 'info', value: Number.NaN, shown: '(ideal)', section: 'calls' },
   ideal_16_inflight_vs_floor: { op: 'info', value: Number.NaN, shown: '(ideal)', section: 'calls' },
+  hop_sparse_p50_vs_ideal: { op: 'info', value: Number.NaN, shown: '(hop floor)', section: 'calls' },
+  hop_burst_p50_vs_ideal: { op: 'info', value: Number.NaN, shown: '(hop floor)', section: 'calls' },
+  hop_16_inflight_vs_ideal: { op: 'info', value: Number.NaN, shown: '(hop floor)', section: 'calls' },
+  hop_cpu_per_call_vs_ideal: { op: 'info', value: Number.NaN, shown: '(hop floor)', section: 'calls' },
+  stdio_sparse_p50_vs_hop: { op: 'info', value: Number.NaN, shown: '(over the hop floor)', section: 'calls' },
+  stdio_burst_p50_vs_hop: { op: 'info', value: Number.NaN, shown: '(over the hop floor)', section: 'calls' },
+  stdio_16_inflight_vs_hop: { op: 'info', value: Number.NaN, shown: '(over the hop floor)', section: 'calls' },
+  cpu_per_call_vs_hop: { op: 'info', value: Number.NaN, shown: '(over the hop floor)', section: 'calls' },
   fetch_sparse_p50_ratio: { op: '<=', value: 1.3, shown: '1.3', section: 'fetch' },
   fetch_8mib_json_ratio: { op: '>=', value: 0.5, shown: '0.5', section: 'fetch' },
+  hop_fetch_sparse_p50_ratio: { op: 'info', value: Number.NaN, shown: '(hop floor)', section: 'fetch' },
+  fetch_sparse_p50_vs_hop: { op: 'info', value: Number.NaN, shown: '(over the hop floor)', section: 'fetch' },
   catalog_1000_list_ratio: { op: '<=', value: 1.5, shown: '1.5', section: 'catalog' },
   catalog_1000_startup_ratio: { op: '<=', value: 1.2, shown: '1.2', section: 'catalog' },
   fresh_context_base_runtime_ms: { op: 'info', value: Number.NaN, shown: '(before)', section: 'platform' },
@@ -395,6 +409,7 @@ async function startupPhase(): Promise<void> {
 let A: Target | undefined; // callable mcp
 let B: Target | undefined; // plain stdio
 let F: Target | undefined; // plain stdio + a fresh context per call (the ideal fresh-context reference)
+let H: Target | undefined; // plain stdio → one child process + a fresh context per call (the hop floor)
 let D: Target | undefined; // callable serve
 let E: Target | undefined; // plain HTTP
 const C = subprocessTarget(echoModule);
@@ -410,7 +425,7 @@ type Turn = Target | typeof FLOOR;
  * (~30–60 ms idle) and is kept apart ("after a round idle"). The subprocess gets one call.
  */
 async function sparsePhase(): Promise<void> {
-  const targets = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
+  const targets = [A, B, F, H, D, E].filter((t): t is Target => t !== undefined);
   const until = performance.now() + CFG.sparseMaxMs;
   for (let r = 0; r < CFG.sparseRounds; r++) {
     if (performance.now() > until) {
@@ -437,7 +452,7 @@ const burstCpu = new Map<string, { own: number; children: number; calls: number 
 
 /** Rounds of back-to-back calls, each target (and the floor) for the same stretch of time per round. */
 async function burstPhase(): Promise<void> {
-  const targets: Turn[] = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
+  const targets: Turn[] = [A, B, F, H, D, E].filter((t): t is Target => t !== undefined);
   if (floor) targets.push(FLOOR);
   const until = performance.now() + CFG.burstMaxMs;
   for (let r = 0; r < CFG.burstRounds; r++) {
@@ -470,7 +485,7 @@ async function burstPhase(): Promise<void> {
  * turn is 16 bare loops in flight over one isolate per core (async API).
  */
 async function inflightPhase(): Promise<void> {
-  const targets: Turn[] = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
+  const targets: Turn[] = [A, B, F, H, D, E].filter((t): t is Target => t !== undefined);
   if (floor) targets.push(FLOOR);
   const until = performance.now() + CFG.inflightMaxMs;
   for (let r = 0; r < CFG.inflightRounds; r++) {
@@ -705,9 +720,10 @@ async function callsSection(): Promise<void> {
   await guarded('callable mcp', async () => void (A = await startStdio(productStdio(mainDir))));
   await guarded('plain stdio server', async () => void (B = await startStdio(plainStdio())));
   await guarded('plain stdio server + fresh context', async () => void (F = await startStdio(plainStdioContext())));
+  await guarded('plain stdio server → child process + fresh context', async () => void (H = await startStdio(plainStdioHop())));
   await guarded('callable serve', async () => void (D = await startHttp('product', mainDir)));
   await guarded('plain HTTP server', async () => void (E = await startHttp('plain', mainDir)));
-  const live = [A, B, F, D, E].filter((t): t is Target => t !== undefined);
+  const live = [A, B, F, H, D, E].filter((t): t is Target => t !== undefined);
 
   await guarded('warm-up', async () => {
     for (const t of live) {
@@ -768,6 +784,7 @@ function report(): void {
   const pA = 'product-stdio';
   const pB = 'plain-stdio';
   const pF = 'plain-stdio-ctx';
+  const pH = 'plain-stdio-hop';
   const pD = 'product-http';
   const pE = 'plain-http';
   const get = (phase: string, key: string): Series => series.get(`${phase}/${key}`) ?? new Series();
@@ -786,7 +803,7 @@ function report(): void {
   const firstProduct = median(firstCall.get(pA) ?? []);
   const firstPlain = median(firstCall.get(pB) ?? []);
   const okMs = (list: readonly CallOutcome[] | undefined): number[] => (list ?? []).filter((o) => o.ok).map((o) => o.ms);
-  const fetchOne = fetchResult ? fetchResult.sparse.map((l) => median(okMs(l))) : [Number.NaN, Number.NaN];
+  const fetchOne = fetchResult ? fetchResult.sparse.map((l) => median(okMs(l))) : [Number.NaN, Number.NaN, Number.NaN];
   const fetchBig = fetchResult ? fetchResult.big.map((l) => median(okMs(l))) : [Number.NaN, Number.NaN];
   const mibPerS = (ms: number): number => BIG_JSON_BYTES / 1024 / 1024 / (ms / 1000);
   const catalogStart = catalogResult ? catalogResult.startup.map(median) : [Number.NaN, Number.NaN];
@@ -827,6 +844,16 @@ function report(): void {
     ideal_sparse_p50_ratio: ratio(get('sparse', pF).p(0.5), get('sparse', pB).p(0.5)),
     ideal_burst_overhead_over_floor: ratio(get('burst', pF).p(0.5) - get('burst', pB).p(0.5), floorMs),
     ideal_16_inflight_vs_floor: ratio(get('inflight', pF).perSecond, get('inflight', FLOOR).perSecond),
+    hop_sparse_p50_vs_ideal: ratio(get('sparse', pH).p(0.5), get('sparse', pF).p(0.5)),
+    hop_burst_p50_vs_ideal: ratio(get('burst', pH).p(0.5), get('burst', pF).p(0.5)),
+    hop_16_inflight_vs_ideal: ratio(get('inflight', pH).perSecond, get('inflight', pF).perSecond),
+    hop_cpu_per_call_vs_ideal: ratio(cpuPerCall(pH), cpuPerCall(pF)),
+    stdio_sparse_p50_vs_hop: ratio(get('sparse', pA).p(0.5), get('sparse', pH).p(0.5)),
+    stdio_burst_p50_vs_hop: ratio(get('burst', pA).p(0.5), get('burst', pH).p(0.5)),
+    stdio_16_inflight_vs_hop: ratio(get('inflight', pA).perSecond, get('inflight', pH).perSecond),
+    cpu_per_call_vs_hop: ratio(cpuPerCall(pA), cpuPerCall(pH)),
+    hop_fetch_sparse_p50_ratio: ratio(fetchOne[2]!, fetchOne[1]!),
+    fetch_sparse_p50_vs_hop: ratio(fetchOne[0]!, fetchOne[2]!),
     bomb_peak_host_rss_mib: worstBomb ? worstBomb.peakKiB / 1024 : Number.NaN,
     bomb_host_cap_mib: worstBomb ? worstBomb.capMb : Number.NaN,
     server_alive_after_bombs: alive === undefined ? Number.NaN : alive.ok ? 1 : 0,
@@ -868,6 +895,16 @@ function report(): void {
     ideal_sparse_p50_ratio: `the same figure for the plain server + a fresh context per call: ${fmt(get('sparse', pF).p(0.5), 3)} / ${fmt(get('sparse', pB).p(0.5), 3)} ms`,
     ideal_burst_overhead_over_floor: `the same for the plain server + fresh context: (${fmt(get('burst', pF).p(0.5), 3)} − ${fmt(get('burst', pB).p(0.5), 3)}) / ${fmt(floorMs, 3)} ms`,
     ideal_16_inflight_vs_floor: `the same for the plain server + fresh context: ${fmt(get('inflight', pF).perSecond, 0)} / ${fmt(get('inflight', FLOOR).perSecond, 0)} calls/s`,
+    hop_sparse_p50_vs_ideal: `${fmt(get('sparse', pH).p(0.5), 3)} / ${fmt(get('sparse', pF).p(0.5), 3)} ms (hop floor / ideal)`,
+    hop_burst_p50_vs_ideal: `${fmt(get('burst', pH).p(0.5), 3)} / ${fmt(get('burst', pF).p(0.5), 3)} ms (hop floor / ideal)`,
+    hop_16_inflight_vs_ideal: `${fmt(get('inflight', pH).perSecond, 0)} / ${fmt(get('inflight', pF).perSecond, 0)} calls/s (hop floor / ideal)`,
+    hop_cpu_per_call_vs_ideal: `${fmt(cpuPerCall(pH), 3)} / ${fmt(cpuPerCall(pF), 3)} ms CPU a call, back-to-back, server + its child (hop floor / ideal)`,
+    stdio_sparse_p50_vs_hop: `${fmt(get('sparse', pA).p(0.5), 3)} / ${fmt(get('sparse', pH).p(0.5), 3)} ms (callable mcp / hop floor)`,
+    stdio_burst_p50_vs_hop: `${fmt(get('burst', pA).p(0.5), 3)} / ${fmt(get('burst', pH).p(0.5), 3)} ms (callable mcp / hop floor)`,
+    stdio_16_inflight_vs_hop: `${fmt(get('inflight', pA).perSecond, 0)} / ${fmt(get('inflight', pH).perSecond, 0)} calls/s (callable mcp / hop floor)`,
+    cpu_per_call_vs_hop: `${fmt(cpuPerCall(pA), 3)} / ${fmt(cpuPerCall(pH), 3)} ms CPU a call, back-to-back, server + its children (callable mcp / hop floor)`,
+    hop_fetch_sparse_p50_ratio: `${fmt(fetchOne[2]!, 3)} / ${fmt(fetchOne[1]!, 3)} ms (hop floor: the child's function asks the server to fetch / Node's fetch in the plain server; ${calls(fetchResult?.sparse[2])} + ${calls(fetchResult?.sparse[1])} calls)`,
+    fetch_sparse_p50_vs_hop: `${fmt(fetchOne[0]!, 3)} / ${fmt(fetchOne[2]!, 3)} ms (ctx.fetch in callable mcp / hop floor; ${calls(fetchResult?.sparse[0])} + ${calls(fetchResult?.sparse[2])} calls)`,
     bomb_peak_host_rss_mib: worstBomb ? `${worstBomb.name}; max of VmRSS / VmHWM every ${CFG.bombSampleMs} ms; each bomb vs its own cap below` : 'no bomb ran',
     bomb_host_cap_mib: worstBomb
       ? Number.isFinite(worstBomb.capMb)
@@ -889,7 +926,7 @@ function report(): void {
   out.push(`function: ${ECHO_SOURCE}`);
   out.push('');
 
-  out.push('Figures (product over its reference from the same run: the ideal fresh-context server, the plain server, plain Node)');
+  out.push('Figures (product over its reference from the same run: the ideal fresh-context server, the hop floor, the plain server, plain Node)');
   out.push(
     table(
       ['figure', 'value', 'target', '', 'from'],
@@ -909,12 +946,13 @@ function report(): void {
       [pA]: 'product  callable mcp (stdio)',
       [pB]: 'plain    SDK server (stdio)',
       [pF]: 'ideal    SDK server + fresh context',
+      [pH]: 'hop      SDK server → child process + fresh context',
       [pD]: 'product  callable serve (HTTP)',
       [pE]: 'plain    SDK server (HTTP, stateless)',
       subprocess: 'ref      fresh node per call',
       [FLOOR]: 'floor    bare isolated-vm, in process',
     };
-    const plainOf: Record<string, string> = { [pA]: pB, [pF]: pB, [pD]: pE, subprocess: pB };
+    const plainOf: Record<string, string> = { [pA]: pB, [pF]: pB, [pH]: pB, [pD]: pE, subprocess: pB };
     const phases: Array<[string, string]> = [
       ['sparse', `sparse (${CFG.gapMs} ms idle before each call)`],
       ['sparse-long', 'after a round idle (~30-60 ms)'],
@@ -924,7 +962,7 @@ function report(): void {
     ];
     const rows: string[][] = [];
     for (const [phase, title] of phases) {
-      for (const key of [pA, pB, pF, pD, pE, 'subprocess', FLOOR]) {
+      for (const key of [pA, pB, pF, pH, pD, pE, 'subprocess', FLOOR]) {
         const s = series.get(`${phase}/${key}`);
         if (!s || s.calls === 0) continue;
         const base = series.get(`${phase}/${plainOf[key] ?? ''}`);
@@ -950,16 +988,17 @@ function report(): void {
     out.push('  (the subprocess row is compared with the plain stdio server; the headline figure divides it by callable mcp)');
     out.push(`  (floor: fresh context + the echo body + release in this process, no MCP; burst = createContextSync/runSync on one isolate, 16 in flight = the async API over ${floor?.cores ?? '?'} isolates, one per core)`);
     out.push('  (ideal: the plain SDK server whose tool runs the echo in a fresh isolated-vm context per call, synchronously, in its own process: a fresh-context MCP server with no other cost; the ideal_* figures are the issue\'s figures computed for it, the bound any design meets at best here)');
+    out.push('  (hop: the same plain SDK server forwarding each call to one long-lived child node process over a pipe, newline-framed JSON, one write a message, calls told apart by id; the child runs the ideal\'s fresh-context echo and writes the answer back: the least a design with the isolates outside the server process pays; its CPU counts the child)');
     out.push('');
 
     const cpuRows: string[][] = [];
-    for (const key of [pA, pB, pF, pD, pE]) {
+    for (const key of [pA, pB, pF, pH, pD, pE]) {
       const c = burstCpu.get(key);
       if (!c || c.calls === 0) continue;
       cpuRows.push([labels[key] ?? key, c.calls.toLocaleString('en-US'), fmt(c.own / c.calls, 3), fmt(c.children / c.calls, 3), fmt((c.own + c.children) / c.calls, 3)]);
     }
     out.push('CPU per call, back-to-back (ms of user + system time over the burst blocks, from /proc; 10 ms ticks, so read over thousands of calls)');
-    out.push(table(['target', 'calls', 'server', 'its children (hosts)', 'all'], cpuRows));
+    out.push(table(['target', 'calls', 'server', 'its children (hosts, hop child)', 'all'], cpuRows));
     out.push('');
   }
 
@@ -1052,6 +1091,7 @@ function report(): void {
   };
   moreRow('fetch, one small request    callable mcp, ctx.fetch', fetchResult?.sparse[0]);
   moreRow("fetch, one small request    plain server, Node's fetch", fetchResult?.sparse[1]);
+  moreRow("fetch, one small request    hop: child's context asks the server, Node's fetch", fetchResult?.sparse[2]);
   moreRow('fetch, 8 MiB JSON .json()   callable mcp, ctx.fetch', fetchResult?.big[0]);
   moreRow("fetch, 8 MiB JSON .json()   plain server, Node's fetch", fetchResult?.big[1]);
   moreRow(`tools/list, ${CATALOG_SIZE} tools       callable mcp`, catalogResult?.list[0]);
@@ -1101,7 +1141,7 @@ try {
 } catch (error) {
   process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
 } finally {
-  for (const t of [A, B, D, E]) await t?.close().catch(() => {});
+  for (const t of [A, B, F, H, D, E]) await t?.close().catch(() => {});
   killEverything();
 }
 process.exit(code);

@@ -276,8 +276,13 @@ export function plainStdioContext(): StdioSpec {
   return { key: 'plain-stdio-ctx', label: 'plain SDK server + fresh context (stdio)', command: process.execPath, args: [NO_SNAPSHOT, PLAIN_SERVER, 'stdio-context'] };
 }
 
-/** The plain server in another mode of plainServer.ts (fetch, catalog N). */
-export function plainStdioMode(mode: 'fetch' | 'catalog', extra: string[] = []): StdioSpec {
+/** The hop floor: the plain server forwarding each call to one long-lived child process that runs the ideal's fresh-context echo (hop.ts). */
+export function plainStdioHop(): StdioSpec {
+  return { key: 'plain-stdio-hop', label: 'plain SDK server → child process + fresh context (stdio)', command: process.execPath, args: [PLAIN_SERVER, 'stdio-hop'] };
+}
+
+/** The plain server in another mode of plainServer.ts (fetch, fetch-hop, catalog N). */
+export function plainStdioMode(mode: 'fetch' | 'fetch-hop' | 'catalog', extra: string[] = []): StdioSpec {
   return { key: `plain-${mode}`, label: `plain SDK server (${[mode, ...extra].join(' ')})`, command: process.execPath, args: [PLAIN_SERVER, mode, ...extra] };
 }
 

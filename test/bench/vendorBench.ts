@@ -1,7 +1,10 @@
 // ctx.fetch against a vendor on 127.0.0.1: a function making one small request, and one reading an
 // 8 MiB JSON answer with .json(), served by `callable mcp`, beside the plain SDK server whose tools
 // make the same requests with Node's fetch (plainServer.ts fetch). Calls alternate, each after
-// the same idle gap, so the machine's noise hits both alike.
+// the same idle gap, so the machine's noise hits both alike. The small request is also made by the
+// hop floor (plainServer.ts fetch-hop): the plain server whose tool hands the call to one child
+// process, whose function in a fresh context asks the server to make the request, as a sandbox host
+// asks callable's engine.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -51,8 +54,8 @@ const FETCH_ONE = 'export default async ({ url }, ctx) => { const r = await ctx.
 const FETCH_JSON = 'export default async ({ url }, ctx) => { const r = await ctx.fetch(url); return { items: (await r.json()).items.length }; }';
 
 export interface FetchResult {
-  /** [product, plain] sparse one-request calls. */
-  sparse: [CallOutcome[], CallOutcome[]];
+  /** [product, plain, hop] sparse one-request calls. */
+  sparse: [CallOutcome[], CallOutcome[], CallOutcome[]];
   /** [product, plain] 8 MiB .json() calls. */
   big: [CallOutcome[], CallOutcome[]];
 }
@@ -76,22 +79,24 @@ export async function fetchComparison(dataDir: string, cfg: { warmup: number; sp
 
     const product = await startStdio({ ...productStdio(dataDir), key: 'product-fetch', label: 'callable mcp (fetch)' });
     const plain = await startStdio(plainStdioMode('fetch'));
+    const hop = await startStdio(plainStdioMode('fetch-hop'));
     try {
       const small = { url: `${vendor.url}/small` };
       const bigArgs = { url: `${vendor.url}/big` };
       const smallOk = (v: unknown): string | undefined => ((v as { length?: number }).length === SMALL.length ? undefined : `wrong answer: ${JSON.stringify(v).slice(0, 200)}`);
       const bigOk = (v: unknown): string | undefined => ((v as { items?: number }).items === vendor.items ? undefined : `wrong answer: ${JSON.stringify(v).slice(0, 200)}`);
-      const one = [() => checkedCall(product, 'fetch_one', small, smallOk), () => checkedCall(plain, 'fetch_one', small, smallOk)];
+      const one = [() => checkedCall(product, 'fetch_one', small, smallOk), () => checkedCall(plain, 'fetch_one', small, smallOk), () => checkedCall(hop, 'fetch_one', small, smallOk)];
       const json = [() => checkedCall(product, 'fetch_json', bigArgs, bigOk), () => checkedCall(plain, 'fetch_json', bigArgs, bigOk)];
       const until = performance.now() + cfg.maxMs;
       await alternate(one, cfg.warmup, 0, until);
       await alternate(json, 2, 0, until);
       const sparse = await alternate(one, cfg.sparseRounds, cfg.gapMs, until);
       const big = await alternate(json, cfg.bigRounds, cfg.gapMs, until);
-      return { sparse: [sparse[0]!, sparse[1]!], big: [big[0]!, big[1]!] };
+      return { sparse: [sparse[0]!, sparse[1]!, sparse[2]!], big: [big[0]!, big[1]!] };
     } finally {
       await product.close();
       await plain.close();
+      await hop.close();
     }
   } finally {
     await vendor.close();
