@@ -1,7 +1,14 @@
 // A sandbox host gives a function no more isolates than isolated-vm has threads for, a few calls in
-// each; calls beyond those seats wait for one. What a user sees: every call completes, each in a
-// fresh context, and a call never waits behind calls that wait for it (ctx.elicit answered by
-// calling the same function).
+// each; calls beyond those seats wait for one. What a user sees: no more of a function's calls run
+// at once than those seats (README: "at most as many isolates as isolated-vm has threads (one more
+// than the machine's cores, four at most), each running up to 4 of its calls at once"), every call
+// completes, each in a fresh context, and a call never waits behind calls that wait for it
+// (ctx.elicit answered by calling the same function).
+//
+// How many isolates hold those seats is not seen from outside: a call's globals are its own
+// context's, and nothing a function can reach is shared by an isolate's contexts. Only the product,
+// isolates × 4, is: the test below reads it from when each call's code ran.
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import type { ElicitAnswer } from '../../src-main/engine/index.ts';
 import { defineFunction, testEngine } from '../support/engine.ts';
@@ -9,6 +16,18 @@ import { defineFunction, testEngine } from '../support/engine.ts';
 const engine = testEngine({ sandbox: { hosts: 1 } });
 /** More calls at once than any host has seats for one function (at most 4 isolates of 4 calls). */
 const CALLS = 24;
+/** The seats of one function in one host, as the README gives them. */
+const SEATS = Math.min(4, availableParallelism() + 1) * 4;
+
+/** The most intervals [start, end) that hold one instant. */
+function mostAtOnce(spans: Array<[number, number]>): number {
+  // At one instant an end comes before a start: a call seated as another left did not run beside it.
+  const events = spans.flatMap(([start, end]) => [[start, 1], [end, -1]] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, step] of events) most = Math.max(most, (now += step));
+  return most;
+}
 
 describe('calls beyond the seats of a function', () => {
   it('wait for a seat and complete, each in a fresh context', async () => {
@@ -20,6 +39,34 @@ describe('calls beyond the seats of a function', () => {
     const results = await Promise.all(Array.from({ length: CALLS }, () => engine.run('slow_count', {}, { caller: 'test' })));
     expect(results.map((r) => r.ok && r.value)).toEqual(Array.from({ length: CALLS }, () => 1));
     expect(engine.runs.list({ functionName: 'slow_count', limit: 100 })).toHaveLength(CALLS);
+  });
+
+  it('run no more at once than the host has seats for the function, and as many as that; another function’s calls have their own', async () => {
+    // Each call says when its code started and ended, by the isolate's clock (the host's), holding
+    // its seat in between: a timer inside the isolate is not a wait for the engine.
+    await defineFunction(
+      engine,
+      { name: 'seated_span', language: 'js', timeoutMs: 20_000 },
+      'export default async () => { const start = Date.now(); await new Promise((r) => setTimeout(r, 1000)); return [start, Date.now()]; }',
+    );
+    const results = await Promise.all(Array.from({ length: CALLS }, () => engine.run('seated_span', {}, { caller: 'test' })));
+    const spans = results.map((r) => (r.ok ? (r.value as [number, number]) : expect.unreachable(r.error.message)));
+    expect(CALLS, 'more calls than seats').toBeGreaterThan(SEATS);
+    // All were sent at once and each runs for a second: without the cap every one would be running
+    // beside every other; with it, the first SEATS run together and the rest take their places.
+    expect(mostAtOnce(spans)).toBe(SEATS);
+
+    // The seats are the function's: a second function's calls run beside them, in seats of their own
+    // (so what the spans show above is the cap, not how many calls the host can run at all).
+    await defineFunction(
+      engine,
+      { name: 'seated_span_too', language: 'js', timeoutMs: 20_000 },
+      'export default async () => { const start = Date.now(); await new Promise((r) => setTimeout(r, 1000)); return [start, Date.now()]; }',
+    );
+    const both = await Promise.all(
+      Array.from({ length: 2 * SEATS }, (_, i) => engine.run(i % 2 === 0 ? 'seated_span' : 'seated_span_too', {}, { caller: 'test' })),
+    );
+    expect(mostAtOnce(both.map((r) => (r.ok ? (r.value as [number, number]) : expect.unreachable(r.error.message))))).toBe(2 * SEATS);
   });
 
   it('are not kept waiting by calls that wait on ctx.elicit for them', async () => {
