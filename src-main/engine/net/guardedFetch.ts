@@ -54,6 +54,42 @@ export type Resolver = (hostname: string) => Promise<Array<{ address: string; fa
 
 export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
+/** How long a name's addresses are used before it is resolved again (as long as a kept connection waits for its next request). */
+const RESOLVED_MS = KEEP_ALIVE_MS;
+/** Names remembered per resolver at most (the oldest goes first). */
+const MAX_RESOLVED_NAMES = 256;
+type Resolved = { at: number; addresses: Promise<Array<{ address: string; family: number }>> };
+const resolvedNames = new WeakMap<Resolver, Map<string, Resolved>>();
+
+/**
+ * The name's addresses from `resolver`, asked again once RESOLVED_MS have passed (a redirect hop to
+ * the same host and the next request to it do not wait for DNS; lookups at the same time share
+ * one). Only the lookup is kept: every use classifies the addresses again and the connection is
+ * pinned to the one checked, so a cached answer is checked exactly as a fresh one. A failed or
+ * empty lookup is not kept.
+ */
+function lookup(resolver: Resolver, hostname: string): Promise<Array<{ address: string; family: number }>> {
+  let names = resolvedNames.get(resolver);
+  if (!names) resolvedNames.set(resolver, (names = new Map()));
+  const now = performance.now();
+  const kept = names.get(hostname);
+  if (kept && now - kept.at < RESOLVED_MS) return kept.addresses;
+  if (kept) names.delete(hostname);
+  const addresses = resolver(hostname);
+  const entry: Resolved = { at: now, addresses };
+  names.set(hostname, entry);
+  if (names.size > MAX_RESOLVED_NAMES) names.delete(names.keys().next().value!);
+  addresses.then(
+    (list) => {
+      if (list.length === 0 && names.get(hostname) === entry) names.delete(hostname);
+    },
+    () => {
+      if (names.get(hostname) === entry) names.delete(hostname);
+    },
+  );
+  return addresses;
+}
+
 
 /** What a credential adds to a request that is allowed to carry it. */
 export interface CredentialInjection {
@@ -336,7 +372,7 @@ async function resolveChecked(target: CheckedUrl, policy: FetchPolicy, request: 
   }
   let addresses: Array<{ address: string; family: number }>;
   try {
-    addresses = await policy.resolver(target.hostname);
+    addresses = await lookup(policy.resolver, target.hostname);
   } catch (error) {
     throw refused(policy, request, target.display, redirectFrom, `${target.hostname} could not be resolved (${(error as NodeJS.ErrnoException).code ?? 'DNS error'})`);
   }
