@@ -1,5 +1,5 @@
 import type { Db } from '../store/database.ts';
-import { nowIso, writeTransaction } from '../store/database.ts';
+import { nowIso, prepared, writeTransaction } from '../store/database.ts';
 import { bumpCatalog } from '../store/catalog.ts';
 import { formatZodError, ProfileSpecSchema, StudioError, type ProfileSpec } from '../model/index.ts';
 
@@ -17,11 +17,11 @@ export class ProfileRepository {
   }
 
   list(): ProfileSpec[] {
-    return (this.#db.prepare('SELECT * FROM profiles ORDER BY name').all() as Row[]).map(toSpec);
+    return (prepared(this.#db, 'SELECT * FROM profiles ORDER BY name').all() as Row[]).map(toSpec);
   }
 
   find(name: string): ProfileSpec | undefined {
-    const row = this.#db.prepare('SELECT * FROM profiles WHERE name = ?').get(name) as Row | undefined;
+    const row = prepared(this.#db, 'SELECT * FROM profiles WHERE name = ?').get(name) as Row | undefined;
     return row ? toSpec(row) : undefined;
   }
 

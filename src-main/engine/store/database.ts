@@ -387,12 +387,63 @@ export function writeTransaction<T>(db: Db, fn: () => T, options: WriteOptions =
   const busyMs = outer ? options.busyTimeoutMs : undefined;
   if (busyMs !== undefined) setBusyTimeout(db, busyMs);
   try {
-    return db.transaction(body).immediate();
+    return runImmediate(db, body);
   } catch (error) {
     throw writeFailure(db, error, busyMs ?? BUSY_TIMEOUT_MS, options.writing);
   } finally {
     if (busyMs !== undefined) setBusyTimeout(db, BUSY_TIMEOUT_MS);
   }
+}
+
+/**
+ * One better-sqlite3 transaction function per connection, made once (making one per write cost as
+ * much as the BEGIN and COMMIT it runs): it runs the body handed to it just before the call. The body
+ * is taken as the function starts, before any of it runs, so a write inside the body (a savepoint of
+ * the outer transaction) hands over its own.
+ */
+const transactions = new WeakMap<Db, { run: Database.Transaction<() => unknown>; body: (() => unknown) | undefined }>();
+
+function runImmediate<T>(db: Db, body: () => T): T {
+  let tx = transactions.get(db);
+  if (!tx) {
+    const slot: { run: Database.Transaction<() => unknown>; body: (() => unknown) | undefined } = {
+      body: undefined,
+      run: db.transaction(() => {
+        const fn = slot.body!;
+        slot.body = undefined;
+        return fn();
+      }),
+    };
+    transactions.set(db, (tx = slot));
+  }
+  tx.body = body;
+  try {
+    return tx.run.immediate() as T;
+  } finally {
+    // Not kept when BEGIN failed before the body ran.
+    tx.body = undefined;
+  }
+}
+
+/** Statements prepared once per connection (preparing one cost more than running it): see `prepared`. */
+const statements = new WeakMap<Db, Map<string, Database.Statement>>();
+
+/**
+ * `db.prepare(sql)`, kept for the connection's life: for the reads and writes that run again and
+ * again (after every run, on every call). `mode` is fixed when it is prepared.
+ */
+export function prepared(db: Db, sql: string, mode?: 'pluck' | 'raw'): Database.Statement {
+  let bySql = statements.get(db);
+  if (!bySql) statements.set(db, (bySql = new Map()));
+  const key = mode === undefined ? sql : `${mode}\u0000${sql}`;
+  let statement = bySql.get(key);
+  if (!statement) {
+    statement = db.prepare(sql);
+    if (mode === 'pluck') statement.pluck();
+    else if (mode === 'raw') statement.raw();
+    bySql.set(key, statement);
+  }
+  return statement;
 }
 
 /** Prepared once per connection and timeout: the audit sets and resets it around every write. */
@@ -402,7 +453,8 @@ function setBusyTimeout(db: Db, ms: number): void {
   let byMs = busyStatements.get(db);
   if (!byMs) busyStatements.set(db, (byMs = new Map()));
   let statement = byMs.get(ms);
-  if (!statement) byMs.set(ms, (statement = db.prepare(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(ms))}`)));
+  // Plucked: the row it answers is not made into an object (that cost more than the pragma).
+  if (!statement) byMs.set(ms, (statement = db.prepare(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(ms))}`).pluck()));
   statement.get();
 }
 

@@ -3,7 +3,7 @@ import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { StudioError } from '../model/errors.ts';
 import { backupDatabase, backupsFolder, checkRunHistory, listBackups, restoreDatabase, type BackupInfo, type RestoreResult } from './backup.ts';
-import { DATABASE_FILE, SCHEMA_VERSION, writeTransaction, type Db } from './database.ts';
+import { DATABASE_FILE, prepared, SCHEMA_VERSION, writeTransaction, type Db } from './database.ts';
 
 /**
  * What the data folder keeps, and for how long: the bodies of recorded runs (their arguments) and
@@ -52,7 +52,7 @@ export const HISTORY_CHECK_MS = 1000;
 const BACKGROUND_BUSY_MS = 25;
 
 export function readKeepSettings(db: Db): KeepSettings {
-  const rows = db.prepare(`SELECT key, value FROM settings WHERE key IN (${Object.values(KEYS).map(() => '?').join(', ')})`).all(...Object.values(KEYS)) as Array<{
+  const rows = prepared(db, `SELECT key, value FROM settings WHERE key IN (${Object.values(KEYS).map(() => '?').join(', ')})`).all(...Object.values(KEYS)) as Array<{
     key: string;
     value: string;
   }>;
@@ -101,7 +101,7 @@ interface PassState {
 }
 
 function readState(db: Db): PassState {
-  const text = db.prepare('SELECT value FROM settings WHERE key = ?').pluck().get(STATE_KEY) as string | undefined;
+  const text = prepared(db, 'SELECT value FROM settings WHERE key = ?', 'pluck').get(STATE_KEY) as string | undefined;
   try {
     const state = JSON.parse(text ?? '') as Partial<PassState>;
     return { rowid: Number(state.rowid) || 0, at: Number(state.at) || 0, floor: typeof state.floor === 'string' ? state.floor : '' };
@@ -129,7 +129,7 @@ export function prunePassDue(db: Db, now = Date.now()): boolean {
   let tally = tallies.get(db);
   // A pass (in any process) moved the starting point: the tally starts again from there.
   if (tally?.from !== state.rowid) tallies.set(db, (tally = { from: state.rowid, upTo: state.rowid, bytes: 0 }));
-  const since = db.prepare('SELECT COALESCE(SUM(octet_length(args)), 0), COALESCE(MAX(rowid), ?) FROM runs WHERE rowid > ?').raw().get(tally.upTo, tally.upTo) as [number, number];
+  const since = prepared(db, 'SELECT COALESCE(SUM(octet_length(args)), 0), COALESCE(MAX(rowid), ?) FROM runs WHERE rowid > ?', 'raw').get(tally.upTo, tally.upTo) as [number, number];
   tally.bytes += since[0];
   tally.upTo = since[1];
   return tally.bytes >= slackBytes(readKeepSettings(db));
