@@ -48,6 +48,11 @@ export class SandboxExecutor {
     this.#pool = new IsolatePool(guest, options);
   }
 
+  /** Ends run `runId` with `cancelled` if it is in flight (the engine's cancel). */
+  cancel(runId: string): void {
+    this.#active.get(runId)?.fail('cancelled', 'the run was cancelled');
+  }
+
   async run(job: SandboxJob): Promise<SandboxOutcome> {
     const run = new Run(job, this.#pool, (functionName) => (this.runaway ??= functionName));
     this.#active.set(job.runId, run);
@@ -119,7 +124,8 @@ class Run implements RunControl {
   readonly #pool: IsolatePool;
   readonly started = performance.now();
   readonly #deadline: number;
-  readonly #abort = new AbortController();
+  /** Made when something first asks for the run's signal (a fetch, a wait for a seat): a plain call never does. */
+  #abort: AbortController | undefined;
   readonly #bridge: RunBridge;
   #failure: ErrorInfo | undefined;
   #finished = false;
@@ -159,6 +165,10 @@ class Run implements RunControl {
   }
 
   get signal(): AbortSignal {
+    if (this.#abort === undefined) {
+      this.#abort = new AbortController();
+      if (this.over()) this.#abort.abort(RUN_ENDED);
+    }
     return this.#abort.signal;
   }
 
@@ -191,7 +201,7 @@ class Run implements RunControl {
   fail(code: ErrorCode, message: string, details?: Record<string, unknown>): void {
     if (this.#finished || this.#failure) return;
     this.#failure = details ? { code, message, details } : { code, message };
-    this.#abort.abort(RUN_ENDED);
+    this.#abort?.abort(RUN_ENDED);
     this.#onFailure?.(this.#failure);
   }
 
@@ -215,7 +225,7 @@ class Run implements RunControl {
     try {
       if (this.#failure) throw new Error('failed before start');
       // Every seat of the function's isolates taken: wait for one (the deadline and a cancel end the wait).
-      const slot = this.#pool.tryAcquire(job.functionName, job.limits.memoryMb) ?? (await this.#pool.wait(job.functionName, job.limits.memoryMb, this.#abort.signal));
+      const slot = this.#pool.tryAcquire(job.functionName, job.limits.memoryMb) ?? (await this.#pool.wait(job.functionName, job.limits.memoryMb, this.signal));
       this.#slot = slot;
       const entry = (async (): Promise<{ json: string }> => {
         const script = await slot.script(job.compiled);
@@ -252,7 +262,7 @@ class Run implements RunControl {
       this.#finished = true;
       clearTimeout(deadlineTimer);
       job.signal?.removeEventListener('abort', onCancel);
-      this.#abort.abort(RUN_ENDED);
+      this.#abort?.abort(RUN_ENDED);
       this.#bridge.close();
       // Every Reference into the context is released: a held one keeps the context alive, and
       // leaked contexts make the isolate's GC pauses grow.

@@ -34,7 +34,6 @@ const modules = new Map<string, { hash: string; code: string }>();
 const runs = new Map<
   string,
   {
-    abort: AbortController;
     fetches: Map<number, Waiter<IncomingResponse>>;
     /** The fetches that stream, by op: where their head and chunks go, and the head once it came. */
     sinks: Map<number, { sink: ResponseSink; head?: ResponseHead }>;
@@ -75,7 +74,7 @@ function handle(message: EngineMessage): void {
       return;
     }
     case 'cancel':
-      runs.get(message.runId)?.abort.abort();
+      executor.cancel(message.runId);
       return;
     case 'fetched':
       runs.get(message.runId)?.sinks.delete(message.op);
@@ -132,7 +131,6 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
     return;
   }
   const state = {
-    abort: new AbortController(),
     fetches: new Map<number, Waiter<IncomingResponse>>(),
     sinks: new Map<number, { sink: ResponseSink; head?: ResponseHead }>(),
     asks: new Map<number, Waiter<unknown>>(),
@@ -147,7 +145,6 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
       runId,
       measureHeap: message.measureHeap,
       secrets: message.secrets,
-      signal: state.abort.signal,
       onLog: (entry) => send({ t: 'log', runId, ...entry }),
       onProgress: (update) => send({ t: 'progress', runId, ...update }),
       // The engine performs the request (policy, credentials, trace) and answers with the response.
