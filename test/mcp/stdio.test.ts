@@ -88,6 +88,27 @@ describe('callable mcp over stdio', () => {
     expect(s.err()).toContain('serving all enabled functions');
   });
 
+  it("answers a malformed tools/call or an unknown tool with invalid params, and a function's own content, its failure and a JSON result as results", async () => {
+    const s = startRaw();
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+    await s.reply(1);
+    s.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} }));
+    expect(await s.reply(2)).toMatchObject({ error: { code: -32602, message: expect.stringContaining('Invalid tools/call request') } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'echo', arguments: 'text' } }));
+    expect(await s.reply(3)).toMatchObject({ error: { code: -32602, message: expect.stringContaining('arguments') } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }));
+    expect(await s.reply(4)).toMatchObject({ error: { code: -32602, message: 'Unknown tool: no_such_tool' } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'picture', arguments: {} } }));
+    expect(await s.reply(5)).toMatchObject({ result: { content: [{ type: 'image', mimeType: 'image/png', data: 'iVBORw==' }] } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'broken', arguments: {} } }));
+    expect(await s.reply(6)).toMatchObject({ result: { isError: true, content: [{ type: 'text', text: expect.stringContaining('vendor said no') }] } });
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'fine' } } }));
+    expect(await s.reply(7)).toEqual({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: '{"echo":"fine","n":2}' }], structuredContent: { echo: 'fine', n: 2 } } });
+    s.child.stdin.end();
+    await new Promise((resolve) => s.child.on('exit', resolve));
+  });
+
   it('answers with an error result, and keeps serving, when the keychain is gone', async () => {
     const s = startRaw({ ...process.env, DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/bus' });
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
