@@ -6,15 +6,29 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-/** $XDG_CACHE_HOME (when absolute) or ~/.cache, then callable-studio/`name`; undefined without a home folder. */
-export function userCacheFolder(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+/** $XDG_CACHE_HOME (when absolute) or ~/.cache; undefined without a home folder. */
+function cacheHome(env: NodeJS.ProcessEnv): string | undefined {
   const xdg = env.XDG_CACHE_HOME;
   try {
-    const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.cache');
-    return path.join(base, 'callable-studio', name);
+    return xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.cache');
   } catch {
     return undefined;
   }
+}
+
+/** $XDG_CACHE_HOME (when absolute) or ~/.cache, then callable-studio/`name`; undefined without a home folder. */
+export function userCacheFolder(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const base = cacheHome(env);
+  return base === undefined ? undefined : path.join(base, 'callable-studio', name);
+}
+
+/**
+ * The environment that gives a child process (a sandbox host, which gets no other environment) the
+ * same cache folder as this process: `XDG_CACHE_HOME` set to the folder this process resolved.
+ */
+export function cacheHomeEnv(env: NodeJS.ProcessEnv = process.env): { XDG_CACHE_HOME?: string } {
+  const base = cacheHome(env);
+  return base === undefined ? {} : { XDG_CACHE_HOME: base };
 }
 
 /** Whether `dir` is (or is now made) a folder of this user that no one else may read or write. */

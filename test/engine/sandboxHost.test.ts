@@ -403,7 +403,8 @@ describe('the compile cache', () => {
       expect(child.status, child.stderr).toBe(0);
       const seen = JSON.parse(child.stdout) as { ok: boolean; environ: string[]; helperEnviron: string[]; cacheDir: string; cached: number; helperCached: number };
       expect(seen.ok).toBe(true);
-      expect(seen.environ).toEqual([`NODE_COMPILE_CACHE=${seen.cacheDir}`]);
+      // Nothing else: the user's cache folder the engine resolved (the test run's own, test/setup/userCache.ts), no secrets.
+      expect(seen.environ).toEqual([`NODE_COMPILE_CACHE=${seen.cacheDir}`, `XDG_CACHE_HOME=${process.env.XDG_CACHE_HOME}`]);
       expect(seen.helperEnviron).toEqual([`NODE_COMPILE_CACHE=${seen.cacheDir}`]);
       expect(seen.cached).toBeGreaterThan(0);
       // The helper too writes what it compiled once it is ready (it may end by SIGKILL as well).

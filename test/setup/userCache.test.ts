@@ -63,12 +63,9 @@ describe("the test run's cache folder", () => {
     guestKept = entries(join(run, 'callable-studio', 'guest')).length;
   });
 
-  // KNOWN DEFECT, marked so that it goes unnoticed neither way: the sandbox host is started with no
-  // environment but the compile cache (src-main/engine/sandbox/hostProcess.ts), so it never sees
-  // XDG_CACHE_HOME and keeps the guest script and its code cache in ~/.cache/callable-studio/guest,
-  // for a test run as for a user who set XDG_CACHE_HOME. Once the host is given the cache folder this
-  // fails ("expected to fail"): make it an `it`.
-  it.fails('is where the sandbox hosts keep the guest script and its code cache', () => {
+  // The sandbox host gets no environment but what it needs; the engine hands it the cache folder it
+  // resolved (src-main/engine/sandbox/hostProcess.ts), so a user's XDG_CACHE_HOME holds both.
+  it('is where the sandbox hosts keep the guest script and its code cache', () => {
     const guest = join(process.env[RUN_CACHE_VARIABLE]!, 'callable-studio', 'guest');
     // Counted once the test above ran a function in a sandbox host (which fails on its own when that did not work).
     expect(guestKept, `the guest script kept in ${guest}`).toBeGreaterThan(0);

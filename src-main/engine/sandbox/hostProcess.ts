@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { StudioError, toErrorInfo, type ErrorInfo } from '../model/errors.ts';
 import type { LogEntry } from '../model/index.ts';
 import { compileCacheEnv } from '../nodeChild.ts';
+import { cacheHomeEnv } from '../userCache.ts';
 import { FrameReader, HEARTBEAT_MS, HostMessageCheck, PROTOCOL_VERSION, writeFrame, type EngineMessage, type HostMessage } from './protocol.ts';
 import type { ResponseFlow, ResponseSink, SandboxJob, SandboxOutcome } from './protocol.ts';
 
@@ -68,10 +69,11 @@ export class HostProcess {
 
   constructor(options: HostOptions) {
     this.#options = options;
-    // No environment beyond the compile cache: the host is told nothing it does not need (no secrets from CALLABLE_SECRET_*).
+    // No environment beyond the compile cache and the user's cache folder (the engine's, so both keep
+    // their files in one place): the host is told nothing it does not need (no secrets from CALLABLE_SECRET_*).
     this.#child = spawn(process.execPath, ['--no-node-snapshot', HOST_ENTRY, '--max-memory-mb', String(options.maxMemoryMb)], {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
-      env: { ...compileCacheEnv(), ...(process.platform === 'win32' ? { SYSTEMROOT: process.env.SYSTEMROOT } : {}) },
+      env: { ...compileCacheEnv(), ...cacheHomeEnv(), ...(process.platform === 'win32' ? { SYSTEMROOT: process.env.SYSTEMROOT } : {}) },
     });
     const channel = this.#child.stdio[3] as unknown as import('node:net').Socket;
     let readyResolve!: () => void;
