@@ -1,6 +1,7 @@
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { createRequire } from 'node:module';
 import { StudioError } from '../model/index.ts';
+import { PROTO_ALIAS, aliasProto, hasProtoKey, protoAware } from '../model/schemaAliases.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -265,62 +266,6 @@ export class SchemaValidator {
 function storeCode(store: ValidatorStore, schemaText: string, ajv: AjvType, validate: ValidateFunction): void {
   const code = standaloneOf(ajv, validate);
   if (code !== undefined) store.write(storedValidatorKey(schemaText), code);
-}
-
-/**
- * ajv skips a property named "__proto__" (its properties, required and additionalProperties never
- * see it), yet vendors' APIs have such fields. Where a schema names one, schema and value are
- * validated with that key spelled PROTO_ALIAS instead, and ajv's errors are spelled back.
- */
-const PROTO_ALIAS = '__proto__\u0000callable';
-
-function hasProtoKey(value: unknown): boolean {
-  const stack = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (!v || typeof v !== 'object') continue;
-    if (!Array.isArray(v) && Object.prototype.hasOwnProperty.call(v, '__proto__')) return true;
-    stack.push(...Object.values(v));
-  }
-  return false;
-}
-
-/**
- * A copy of `value` with every key "__proto__" spelled PROTO_ALIAS; in a schema (`names`) also each
- * "__proto__" in a required or dependentRequired list.
- */
-function aliasProto(value: unknown, names: boolean, list = false): unknown {
-  if (Array.isArray(value)) return value.map((item) => (list && item === '__proto__' ? PROTO_ALIAS : aliasProto(item, names)));
-  if (!value || typeof value !== 'object') return value;
-  const copy: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) {
-    let aliased: unknown;
-    if (names && key === 'dependentRequired' && item && typeof item === 'object' && !Array.isArray(item)) {
-      aliased = Object.fromEntries(Object.entries(item).map(([k, required]) => [k === '__proto__' ? PROTO_ALIAS : k, aliasProto(required, names, true)]));
-    } else aliased = aliasProto(item, names, names && key === 'required');
-    copy[key === '__proto__' ? PROTO_ALIAS : key] = aliased;
-  }
-  return copy;
-}
-
-function unalias<T>(value: T): T {
-  return (typeof value === 'string' ? value.split(PROTO_ALIAS).join('__proto__') : value) as T;
-}
-
-/** `validate` (compiled from an aliased schema) applied to the aliased value, its errors spelled back. */
-function protoAware(validate: ValidateFunction): ValidateFunction {
-  const aware = ((value: unknown) => {
-    const ok = validate(aliasProto(value, false));
-    aware.errors = validate.errors?.map((e) => ({
-      ...e,
-      instancePath: unalias(e.instancePath),
-      schemaPath: unalias(e.schemaPath),
-      params: Object.fromEntries(Object.entries(e.params).map(([k, v]) => [k, unalias(v)])),
-      ...(e.message !== undefined && { message: unalias(e.message) }),
-    }));
-    return ok;
-  }) as ValidateFunction;
-  return Object.assign(aware, { schema: validate.schema, schemaEnv: validate.schemaEnv });
 }
 
 export function formatAjvErrors(errors: ErrorObject[], root: string): string {
