@@ -8,7 +8,7 @@ import module from 'node:module';
 import { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { ERROR_CODES, StudioError, type ErrorCode } from '../engine/model/errors.ts';
-import { EngineMessageCheck, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, writeFrame, type EngineMessage, type HostMessage, type IncomingResponse, type ResponseHead, type ResponseSink } from '../engine/sandbox/protocol.ts';
+import { EngineMessageCheck, FrameReader, HEARTBEAT_MS, PROTOCOL_VERSION, flushFrames, writeFrame, type EngineMessage, type HostMessage, type IncomingResponse, type ResponseHead, type ResponseSink } from '../engine/sandbox/protocol.ts';
 import { FETCH_ABORTED } from './bridge.ts';
 import { SandboxExecutor } from './executor.ts';
 
@@ -156,13 +156,18 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
           (op) => {
             if (stream) state.sinks.set(op, { sink: stream });
             send({ t: 'fetch', runId, op, request, ...(stream ? { stream: true } : {}) });
+            flushFrames(channel);
           },
           (op) => {
             if (signal.reason === FETCH_ABORTED) send({ t: 'fetchAbort', runId, op });
           },
         ),
       // ctx.elicit / ctx.sample: the engine asks (the client, the studio) and answers.
-      ask: (request, signal) => answerOf(state.asks, signal, (op) => send({ t: 'ask', runId, op, ...request })),
+      ask: (request, signal) =>
+        answerOf(state.asks, signal, (op) => {
+          send({ t: 'ask', runId, op, ...request });
+          flushFrames(channel);
+        }),
     });
     send({ t: 'done', runId, outcome });
     // Sent after the outcome, so the engine has its memory_limit before this host goes.
