@@ -19,6 +19,9 @@ const CALLS = 24;
 /** The seats of one function in one host, as the README gives them. */
 const SEATS = Math.min(4, availableParallelism() + 1) * 4;
 
+/** A call that holds its seat until the moment `until` (ms since the epoch), then says when it ran. */
+const SPAN_SOURCE = 'export default async ({ until }) => { const start = Date.now(); await new Promise((r) => setTimeout(r, Math.max(0, until - start))); return [start, Date.now()]; }';
+
 /** The most intervals [start, end) that hold one instant. */
 function mostAtOnce(spans: Array<[number, number]>): number {
   // At one instant an end comes before a start: a call seated as another left did not run beside it.
@@ -43,30 +46,28 @@ describe('calls beyond the seats of a function', () => {
 
   it('run no more at once than the host has seats for the function, and as many as that; another function’s calls have their own', async () => {
     // Each call says when its code started and ended, by the isolate's clock (the host's), holding
-    // its seat in between: a timer inside the isolate is not a wait for the engine.
-    await defineFunction(
-      engine,
-      { name: 'seated_span', language: 'js', timeoutMs: 20_000 },
-      'export default async () => { const start = Date.now(); await new Promise((r) => setTimeout(r, 1000)); return [start, Date.now()]; }',
-    );
-    const results = await Promise.all(Array.from({ length: CALLS }, () => engine.run('seated_span', {}, { caller: 'test' })));
-    const spans = results.map((r) => (r.ok ? (r.value as [number, number]) : expect.unreachable(r.error.message)));
+    // its seat until a moment the test names (a timer inside the isolate is not a wait for the
+    // engine): every call seated before that moment is still running at it, however late it started.
+    const spanning = { language: 'js', timeoutMs: 30_000, inputSchema: { type: 'object', properties: { until: { type: 'number' } }, required: ['until'] } } as const;
+    await defineFunction(engine, { name: 'seated_span', ...spanning }, SPAN_SOURCE);
+    await defineFunction(engine, { name: 'seated_span_too', ...spanning }, SPAN_SOURCE);
+    const spansOf = (results: Awaited<ReturnType<typeof engine.run>>[]): Array<[number, number]> =>
+      results.map((r) => (r.ok ? (r.value as [number, number]) : expect.unreachable(r.error.message)));
+
+    let until = Date.now() + 5_000;
+    const one = await Promise.all(Array.from({ length: CALLS }, () => engine.run('seated_span', { until }, { caller: 'test' })));
     expect(CALLS, 'more calls than seats').toBeGreaterThan(SEATS);
-    // All were sent at once and each runs for a second: without the cap every one would be running
-    // beside every other; with it, the first SEATS run together and the rest take their places.
-    expect(mostAtOnce(spans)).toBe(SEATS);
+    // All were sent at once: without the cap every one would be running at that moment; with it, the
+    // first SEATS are, and the rest take the places they leave.
+    expect(mostAtOnce(spansOf(one))).toBe(SEATS);
 
     // The seats are the function's: a second function's calls run beside them, in seats of their own
     // (so what the spans show above is the cap, not how many calls the host can run at all).
-    await defineFunction(
-      engine,
-      { name: 'seated_span_too', language: 'js', timeoutMs: 20_000 },
-      'export default async () => { const start = Date.now(); await new Promise((r) => setTimeout(r, 1000)); return [start, Date.now()]; }',
-    );
+    until = Date.now() + 5_000;
     const both = await Promise.all(
-      Array.from({ length: 2 * SEATS }, (_, i) => engine.run(i % 2 === 0 ? 'seated_span' : 'seated_span_too', {}, { caller: 'test' })),
+      Array.from({ length: 2 * SEATS }, (_, i) => engine.run(i % 2 === 0 ? 'seated_span' : 'seated_span_too', { until }, { caller: 'test' })),
     );
-    expect(mostAtOnce(both.map((r) => (r.ok ? (r.value as [number, number]) : expect.unreachable(r.error.message))))).toBe(2 * SEATS);
+    expect(mostAtOnce(spansOf(both))).toBe(2 * SEATS);
   });
 
   it('are not kept waiting by calls that wait on ctx.elicit for them', async () => {
