@@ -15,6 +15,7 @@ import type { ApprovalRequest, LoadedFunction } from '../engine/index.ts';
 import type { McpEnginePort as Engine, McpRunOptions } from './port.ts';
 import { StudioError, type FunctionRecord, type LogLevel, type ProfileSpec, type RunResult } from '../engine/model/index.ts';
 import { describeToolFailure, toolErrorResult } from '../engine/model/toolResults.ts';
+import { keepWireArguments } from './wireArguments.ts';
 
 export const SERVER_INFO = { name: 'callable-studio', title: 'Callable Studio', version: '0.1.0' };
 
@@ -129,27 +130,11 @@ export class ToolServer {
       }
       return { tools };
     });
-    // The SDK's parsed request drops an argument named "__proto__" (a vendor's field): the call's
-    // arguments are taken as they came off the wire, where JSON.parse keeps it as an own key.
-    const wireArguments = new Map<unknown, unknown>();
-    // This reaches into the SDK's request dispatch; if a later SDK renames it, only arguments
-    // named "__proto__" are affected (the parsed arguments are used), never the server itself.
-    const internals = server as unknown as { _onrequest?: (raw: { id?: unknown; method?: string; params?: { arguments?: unknown } }, extra?: unknown) => void };
-    const onrequest = internals._onrequest?.bind(server);
-    if (onrequest) {
-      internals._onrequest = (raw, extra) => {
-        if (raw.method === 'tools/call' && raw.params?.arguments !== undefined) {
-          wireArguments.set(raw.id, raw.params.arguments);
-          // A request the SDK refuses never reaches the handler: keep only the latest few.
-          if (wireArguments.size > 64) wireArguments.delete(wireArguments.keys().next().value);
-        }
-        onrequest(raw, extra);
-      };
-    }
+    // The call's arguments as they came off the wire (an argument named "__proto__" kept).
+    const takeWireArguments = keepWireArguments(server);
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const name = request.params.name;
-      const wire = wireArguments.get(ctx.mcpReq.id);
-      wireArguments.delete(ctx.mcpReq.id);
+      const wire = takeWireArguments(ctx.mcpReq.id);
       const args = (wire && typeof wire === 'object' ? (wire as Record<string, unknown>) : request.params.arguments) ?? {};
       // One catalog read for the call: the profile, the lookup and the run all go by it, so a change
       // any process made before the call is seen. A read that fails is left to the lookup (as before).

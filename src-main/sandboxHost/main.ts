@@ -85,7 +85,13 @@ function handle(message: EngineMessage): void {
       if (streaming && !streaming.head) {
         streaming.head = message.head;
         const { runId, op } = message;
-        streaming.sink.head(message.head, { taken: (bytes) => send({ t: 'fetchTaken', runId, op, bytes }) });
+        // What the guest took frees the vendor's paused socket: it leaves at once (flushFrames).
+        streaming.sink.head(message.head, {
+          taken: (bytes) => {
+            send({ t: 'fetchTaken', runId, op, bytes });
+            flushFrames(channel);
+          },
+        });
       }
       return;
     }

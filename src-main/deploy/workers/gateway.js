@@ -8,6 +8,7 @@
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import { CLIENT_INFO_META_KEY, createMcpHandler, hostHeaderValidationResponse, localhostAllowedHostnames, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import { originAllowed } from '../../mcp/httpOrigin.ts';
+import { keepWireArguments } from '../../mcp/wireArguments.ts';
 import { formatAjvErrors } from '../../engine/functions/schemas.ts';
 import { describeToolFailure, fetchLimitMessage, resultTooLargeMessage, timeoutMessage, toolErrorResult } from '../../engine/model/toolResults.ts';
 import { placeholderRefusal, RunPlaceholders } from '../../engine/credentials/placeholders.ts';
@@ -245,29 +246,10 @@ function buildServer(env, ctx, request) {
     instructions: 'Tools are functions written in Callable Studio; each runs in an isolate of its own with its own network allow-list.',
   });
   server.setRequestHandler('tools/list', () => ({ tools: CATALOG.map(toolOf) }));
-  // The SDK's parsed request drops an argument named "__proto__" (a vendor's field): as the local
-  // server does (src-main/mcp/server.ts), the call's arguments are taken as they came off the wire,
-  // where JSON.parse keeps it as an own key. If a later SDK renames its dispatch, only arguments
-  // named "__proto__" are affected (the parsed arguments are used).
-  /** @type {Map<unknown, unknown>} */
-  const wireArguments = new Map();
-  const internals = /** @type {{ _onrequest?: (raw: { id?: unknown; method?: string; params?: { arguments?: unknown } }, extra?: unknown) => void }} */ (
-    /** @type {unknown} */ (server)
-  );
-  const onrequest = internals._onrequest?.bind(server);
-  if (onrequest) {
-    internals._onrequest = (raw, extra) => {
-      if (raw.method === 'tools/call' && raw.params?.arguments !== undefined) {
-        wireArguments.set(raw.id, raw.params.arguments);
-        // A request the SDK refuses never reaches the handler: keep only the latest few.
-        if (wireArguments.size > 64) wireArguments.delete(wireArguments.keys().next().value);
-      }
-      onrequest(raw, extra);
-    };
-  }
+  // The call's arguments as they came off the wire (an argument named "__proto__" kept), as the local server takes them.
+  const takeWireArguments = keepWireArguments(server);
   server.setRequestHandler('tools/call', async (req, mcp) => {
-    const wire = wireArguments.get(mcp.mcpReq.id);
-    wireArguments.delete(mcp.mcpReq.id);
+    const wire = takeWireArguments(mcp.mcpReq.id);
     const args = (wire && typeof wire === 'object' ? wire : req.params.arguments) ?? {};
     const fn = byName.get(req.params.name);
     if (!fn) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);

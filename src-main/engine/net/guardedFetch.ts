@@ -58,7 +58,8 @@ export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all:
 const RESOLVED_MS = KEEP_ALIVE_MS;
 /** Names remembered per resolver at most (the oldest goes first). */
 const MAX_RESOLVED_NAMES = 256;
-type Resolved = { at: number; addresses: Promise<Array<{ address: string; family: number }>> };
+type Addresses = ReadonlyArray<Readonly<{ address: string; family: number }>>;
+type Resolved = { at: number; addresses: Promise<Addresses> };
 const resolvedNames = new WeakMap<Resolver, Map<string, Resolved>>();
 
 /**
@@ -68,14 +69,15 @@ const resolvedNames = new WeakMap<Resolver, Map<string, Resolved>>();
  * pinned to the one checked, so a cached answer is checked exactly as a fresh one. A failed or
  * empty lookup is not kept.
  */
-function lookup(resolver: Resolver, hostname: string): Promise<Array<{ address: string; family: number }>> {
+function lookup(resolver: Resolver, hostname: string): Promise<Addresses> {
   let names = resolvedNames.get(resolver);
   if (!names) resolvedNames.set(resolver, (names = new Map()));
   const now = performance.now();
   const kept = names.get(hostname);
   if (kept && now - kept.at < RESOLVED_MS) return kept.addresses;
   if (kept) names.delete(hostname);
-  const addresses = resolver(hostname);
+  // Frozen: callers at the same time share the one answer.
+  const addresses: Promise<Addresses> = resolver(hostname).then((list) => Object.freeze(list.map((a) => Object.freeze({ address: a.address, family: a.family }))));
   const entry: Resolved = { at: now, addresses };
   names.set(hostname, entry);
   if (names.size > MAX_RESOLVED_NAMES) names.delete(names.keys().next().value!);
@@ -370,7 +372,7 @@ async function resolveChecked(target: CheckedUrl, policy: FetchPolicy, request: 
     if (!verdict.allowed) throw refused(policy, request, target.display, redirectFrom, verdict.reason);
     return verdict;
   }
-  let addresses: Array<{ address: string; family: number }>;
+  let addresses: Addresses;
   try {
     addresses = await lookup(policy.resolver, target.hostname);
   } catch (error) {
