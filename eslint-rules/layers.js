@@ -72,7 +72,7 @@ export const LAYERS = [
     npm: { only: ['isolated-vm', 'zod', 'esbuild'] },
   },
   client('mcp'),
-  // Its Workers bundle pure modules (no facade in workerd): the Origin check and three engine modules.
+  // Its Workers bundle pure modules (no facade in workerd): the Origin check, a call's wire arguments, engine modules.
   client('deploy', ['src-main/mcp/httpOrigin.ts', 'src-main/mcp/wireArguments.ts', 'src-main/engine/functions/schemas.ts', 'src-main/engine/net/addresses.ts', 'src-main/engine/credentials/redact.ts', 'src-main/engine/credentials/placeholders.ts']),
   client('engineProcess', ['src-main/mcp/**', 'src-preload/contract.ts']),
   client('cli', ['src-main/mcp/**', 'src-main/deploy/**']),
