@@ -31,6 +31,19 @@ describe('name lookups', () => {
     expect(trace.map((e) => e.refused)).toEqual([expect.stringMatching(/10\.0\.0\.5/), expect.stringMatching(/10\.0\.0\.5/), expect.stringMatching(/10\.0\.0\.5/)]);
   });
 
+  it('asks again once the answer is 4 s old', async () => {
+    const addresses = ['10.0.0.6', '10.0.0.7'];
+    let asked = 0;
+    const resolver: Resolver = async () => [{ address: addresses[asked++]!, family: 4 }];
+    const trace: TraceEntry[] = [];
+    await expect(guardedFetch(get('https://internal.test/a'), policy(resolver, trace))).rejects.toMatchObject({ code: 'egress_refused' });
+    await new Promise((resolve) => setTimeout(resolve, 4_100));
+    await expect(guardedFetch(get('https://internal.test/b'), policy(resolver, trace))).rejects.toMatchObject({ code: 'egress_refused' });
+    expect(asked).toBe(2);
+    // The second request was checked against the new answer, not the kept one.
+    expect(trace.map((e) => e.refused)).toEqual([expect.stringMatching(/10\.0\.0\.6/), expect.stringMatching(/10\.0\.0\.7/)]);
+  });
+
   it('asks again after a failed or empty lookup', async () => {
     let asked = 0;
     const resolver: Resolver = async () => {
