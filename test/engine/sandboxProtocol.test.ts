@@ -1,7 +1,8 @@
 import { serialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { encodeFrame, EngineMessageCheck, FrameReader, HostMessageCheck, MAX_FRAME_BYTES, type EngineMessage, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
+import { Writable } from 'node:stream';
+import { encodeFrame, EngineMessageCheck, FrameReader, flushFrames, HostMessageCheck, MAX_FRAME_BYTES, writeFrame, type EngineMessage, type HostMessage } from '../../src-main/engine/sandbox/protocol.ts';
 
 // What the engine accepts from a sandbox host: a host is treated as possibly compromised, so every
 // frame is bounded before it is read and every message is checked before it is acted on.
@@ -126,6 +127,64 @@ describe('the sandbox channel', () => {
     const junk = Buffer.from([0, 0, 0, 4, 0xff, 0x13, 0x37, 0x00]);
     r.push(junk);
     expect(violations.length).toBe(1);
+  });
+});
+
+describe('writing to the sandbox channel', () => {
+  // What the other side sees: each write that reaches the channel (one wake-up of the other process)
+  // and the messages it reads from them.
+  function channel() {
+    const writes: Buffer[] = [];
+    const stream = new Writable({
+      writev(chunks, done) {
+        writes.push(Buffer.concat(chunks.map((c) => c.chunk as Buffer)));
+        done();
+      },
+      write(chunk: Buffer, _encoding, done) {
+        writes.push(chunk);
+        done();
+      },
+    });
+    const read = (): string[] => {
+      const seen: string[] = [];
+      new FrameReader<HostMessage>(HostMessageCheck, (m) => seen.push(m.t === 'log' ? m.message : m.t), (v) => seen.push(`violation: ${v}`)).push(Buffer.concat(writes));
+      return seen;
+    };
+    return { stream, writes, read };
+  }
+  const log = (message: string): HostMessage => ({ t: 'log', runId: 'r', level: 'info', message, at: 1 });
+  const tick = () => new Promise<void>((resolve) => process.nextTick(resolve));
+
+  it('sends what one stretch of code wrote in one write, once that code has returned', async () => {
+    const { stream, writes, read } = channel();
+    writeFrame(stream, log('a'));
+    writeFrame(stream, log('b'));
+    expect(writes).toHaveLength(0);
+    await tick();
+    expect(writes).toHaveLength(1);
+    expect(read()).toEqual(['a', 'b']);
+    expect(stream.writableCorked).toBe(0);
+  });
+
+  it('sends at once what a run waits on (flushFrames), and what follows in the same stretch after it', async () => {
+    const { stream, writes, read } = channel();
+    writeFrame(stream, log('before'));
+    writeFrame(stream, log('fetch'));
+    flushFrames(stream);
+    expect(writes).toHaveLength(1);
+    expect(read()).toEqual(['before', 'fetch']);
+    writeFrame(stream, log('after'));
+    flushFrames(stream);
+    flushFrames(stream);
+    writeFrame(stream, log('last'));
+    await tick();
+    await tick();
+    expect(read()).toEqual(['before', 'fetch', 'after', 'last']);
+    // Corks and uncorks balance: nothing is held back for good.
+    expect(stream.writableCorked).toBe(0);
+    writeFrame(stream, log('later'));
+    await tick();
+    expect(read().at(-1)).toBe('later');
   });
 });
 
