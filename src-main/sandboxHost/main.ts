@@ -248,11 +248,15 @@ function suspects(): string[] {
 function overCap(rss: number): boolean {
   const cap = capBytes(rss);
   if (rss <= cap - TRIGGER_MARGIN_BYTES) return false;
-  send({ t: 'overCap', rssBytes: rss, capBytes: cap, suspects: suspects() });
-  // Said; now go (the write is flushed first, with a fallback in case it never is).
+  exitOverCap(rss, cap, suspects());
+  return true;
+}
+
+/** Tells the engine this host is over its cap, then ends (the write is flushed first, with a fallback in case it never is). */
+function exitOverCap(rss: number, cap: number, runIds: string[]): void {
+  send({ t: 'overCap', rssBytes: rss, capBytes: cap, suspects: runIds });
   channel.end(() => die());
   setTimeout(die, 100);
-  return true;
 }
 
 /**
@@ -267,9 +271,7 @@ function endRunaway(functionName: string): void {
   endingRunaway = true;
   process.stderr.write(`sandbox host: "${functionName}" kept running inside a builtin after its isolate went over its memory limit; exiting\n`);
   const rss = process.memoryUsage.rss();
-  send({ t: 'overCap', rssBytes: rss, capBytes: capBytes(rss), suspects: [] });
-  channel.end(() => die());
-  setTimeout(die, 100);
+  exitOverCap(rss, capBytes(rss), []);
 }
 
 /**

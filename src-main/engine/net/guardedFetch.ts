@@ -92,7 +92,6 @@ function lookup(resolver: Resolver, hostname: string): Promise<Addresses> {
   return addresses;
 }
 
-
 /** What a credential adds to a request that is allowed to carry it. */
 export interface CredentialInjection {
   name: string;

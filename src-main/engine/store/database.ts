@@ -397,32 +397,15 @@ export function writeTransaction<T>(db: Db, fn: () => T, options: WriteOptions =
 
 /**
  * One better-sqlite3 transaction function per connection, made once (making one per write cost as
- * much as the BEGIN and COMMIT it runs): it runs the body handed to it just before the call. The body
- * is taken as the function starts, before any of it runs, so a write inside the body (a savepoint of
- * the outer transaction) hands over its own.
+ * much as the BEGIN and COMMIT it runs): the body is its argument. Called inside a transaction (a
+ * write within a write), it is a savepoint of it.
  */
-const transactions = new WeakMap<Db, { run: Database.Transaction<() => unknown>; body: (() => unknown) | undefined }>();
+const transactions = new WeakMap<Db, Database.Transaction<(body: () => unknown) => unknown>>();
 
 function runImmediate<T>(db: Db, body: () => T): T {
   let tx = transactions.get(db);
-  if (!tx) {
-    const slot: { run: Database.Transaction<() => unknown>; body: (() => unknown) | undefined } = {
-      body: undefined,
-      run: db.transaction(() => {
-        const fn = slot.body!;
-        slot.body = undefined;
-        return fn();
-      }),
-    };
-    transactions.set(db, (tx = slot));
-  }
-  tx.body = body;
-  try {
-    return tx.run.immediate() as T;
-  } finally {
-    // Not kept when BEGIN failed before the body ran.
-    tx.body = undefined;
-  }
+  if (!tx) transactions.set(db, (tx = db.transaction((fn: () => unknown) => fn())));
+  return tx.immediate(body) as T;
 }
 
 /** Statements prepared once per connection (preparing one cost more than running it): see `prepared`. */
@@ -446,16 +429,9 @@ export function prepared(db: Db, sql: string, mode?: 'pluck' | 'raw'): Database.
   return statement;
 }
 
-/** Prepared once per connection and timeout: the audit sets and resets it around every write. */
-const busyStatements = new WeakMap<Db, Map<number, Database.Statement>>();
-
+/** The audit sets and resets it around every write: prepared once per connection and timeout, its row plucked (making it an object cost more than the pragma). */
 function setBusyTimeout(db: Db, ms: number): void {
-  let byMs = busyStatements.get(db);
-  if (!byMs) busyStatements.set(db, (byMs = new Map()));
-  let statement = byMs.get(ms);
-  // Plucked: the row it answers is not made into an object (that cost more than the pragma).
-  if (!statement) byMs.set(ms, (statement = db.prepare(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(ms))}`).pluck()));
-  statement.get();
+  prepared(db, `PRAGMA busy_timeout = ${Math.max(0, Math.trunc(ms))}`, 'pluck').get();
 }
 
 export interface WriteOptions {
