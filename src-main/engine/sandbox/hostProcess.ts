@@ -20,6 +20,14 @@ export const WEDGE_GRACE_MS = 1500;
 /** Missing heartbeats for this long: the host's event loop is stuck (generous: a loaded machine delays timers). */
 export const SILENCE_MS = 50 * HEARTBEAT_MS;
 const START_TIMEOUT_MS = 15_000;
+/**
+ * V8 flags of every host. isolated-vm sizes an isolate's young generation from its memoryLimit (2 MB
+ * at 128 MB), less than a few fresh contexts allocate: scavenges ran every few calls and promoted the
+ * context prepared for the next call, so old-generation marking followed. A larger semi-space lets
+ * each context die young (7-12% less host CPU a call back to back). At 16 MB a memory bomb reached
+ * the host's cap before its isolate's limit; at 4 MB memoryMb still stops it first.
+ */
+export const HOST_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=4'];
 /** Why a fetch the function aborted was closed: its trace entry says so. */
 const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
 
@@ -71,7 +79,7 @@ export class HostProcess {
     this.#options = options;
     // No environment beyond the compile cache and the user's cache folder (the engine's, so both keep
     // their files in one place): the host is told nothing it does not need (no secrets from CALLABLE_SECRET_*).
-    this.#child = spawn(process.execPath, ['--no-node-snapshot', HOST_ENTRY, '--max-memory-mb', String(options.maxMemoryMb)], {
+    this.#child = spawn(process.execPath, [...HOST_NODE_FLAGS, HOST_ENTRY, '--max-memory-mb', String(options.maxMemoryMb)], {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
       env: { ...compileCacheEnv(), ...cacheHomeEnv(), ...(process.platform === 'win32' ? { SYSTEMROOT: process.env.SYSTEMROOT } : {}) },
     });
