@@ -27,7 +27,7 @@ const START_TIMEOUT_MS = 15_000;
  * each context die young (7-12% less host CPU a call back to back). At 16 MB a memory bomb reached
  * the host's cap before its isolate's limit; at 4 MB memoryMb still stops it first.
  */
-export const HOST_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=4'];
+const HOST_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=4'];
 /** Why a fetch the function aborted was closed: its trace entry says so. */
 const FETCH_ABORTED = new StudioError('cancelled', 'the function aborted the request');
 
