@@ -74,6 +74,19 @@ describe('each limit, crossed', () => {
     });
   }
 
+  it('holds what a function keeps in byte arrays to its memoryMb, within the room its young generation adds', async () => {
+    // isolated-vm lets an isolate's array buffers reach memoryMb plus what V8 adds to its heap limit,
+    // most of it the young generation a host gives its isolates (HOST_NODE_FLAGS): 12 MB at 4 MB
+    // semi-spaces, 48 MB at 16. A function keeps 1 MiB arrays until one is refused and says how many.
+    const source = 'export default () => { const keep = []; try { for (;;) keep.push(new Uint8Array(1 << 20)); } catch { return keep.length; } }';
+    await defineFunction(engine, { name: 'keeps_bytes', memoryMb: 16, timeoutMs: 20_000 }, source);
+    const result = await engine.run('keeps_bytes', {}, { caller: 'test' });
+    expect(result).toMatchObject({ ok: true });
+    const kept = result.ok ? (result.value as number) : 0;
+    expect(kept).toBeGreaterThanOrEqual(8);
+    expect(kept).toBeLessThanOrEqual(16 + 16);
+  });
+
   it('ends a heap bomb with an error that names the memory limit', async () => {
     await expectLimit('heap_bomb', 'export default () => { const a = []; for (;;) a.push([a.length, {}]); }', { memoryMb: 16, timeoutMs: 20_000 }, 'memory_limit', 'memoryMb');
   });

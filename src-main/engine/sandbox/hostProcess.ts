@@ -21,11 +21,12 @@ export const WEDGE_GRACE_MS = 1500;
 export const SILENCE_MS = 50 * HEARTBEAT_MS;
 const START_TIMEOUT_MS = 15_000;
 /**
- * V8 flags of every host. isolated-vm sizes an isolate's young generation from its memoryLimit (2 MB
- * at 128 MB), less than a few fresh contexts allocate: scavenges ran every few calls and promoted the
- * context prepared for the next call, so old-generation marking followed. A larger semi-space lets
- * each context die young (13% less host CPU a call back to back, median of six pairs). At 16 MB a
- * memory bomb reached the host's cap before its isolate's limit; at 4 MB memoryMb still stops it first.
+ * V8 flags of every host. isolated-vm sizes an isolate's young generation from its memoryLimit (1.4
+ * MB at the default 64 MB), less than a few fresh contexts allocate: scavenges ran every few calls and
+ * promoted the context prepared for the next call, so old-generation marking followed. A larger
+ * semi-space lets each context die young (13% less host CPU a call back to back, median of six pairs).
+ * It also widens what isolated-vm lets byte arrays hold past memoryMb (3 MB to 12 at 4 MB; 48 at 16,
+ * where a memory bomb reached the host's cap before its isolate's limit): test/engine/limits.test.ts.
  */
 const HOST_NODE_FLAGS = ['--no-node-snapshot', '--max-semi-space-size=4'];
 /** Why a fetch the function aborted was closed: its trace entry says so. */
