@@ -46,6 +46,12 @@ function send(message: HostMessage): void {
   writeFrame(channel, message);
 }
 
+/** Sends `message` and what is queued before it at once: something a run waits on (flushFrames). */
+function sendNow(message: HostMessage): void {
+  writeFrame(channel, message);
+  flushFrames(channel);
+}
+
 /** Ends this process at once: isolates stuck in a builtin would keep a normal exit waiting. */
 function die(): never {
   process.kill(process.pid, 'SIGKILL');
@@ -85,13 +91,8 @@ function handle(message: EngineMessage): void {
       if (streaming && !streaming.head) {
         streaming.head = message.head;
         const { runId, op } = message;
-        // What the guest took frees the vendor's paused socket: it leaves at once (flushFrames).
-        streaming.sink.head(message.head, {
-          taken: (bytes) => {
-            send({ t: 'fetchTaken', runId, op, bytes });
-            flushFrames(channel);
-          },
-        });
+        // What the guest took frees the vendor's paused socket: it leaves at once.
+        streaming.sink.head(message.head, { taken: (bytes) => sendNow({ t: 'fetchTaken', runId, op, bytes }) });
       }
       return;
     }
@@ -161,19 +162,14 @@ async function startRun(message: Extract<EngineMessage, { t: 'run' }>): Promise<
           signal,
           (op) => {
             if (stream) state.sinks.set(op, { sink: stream });
-            send({ t: 'fetch', runId, op, request, ...(stream ? { stream: true } : {}) });
-            flushFrames(channel);
+            sendNow({ t: 'fetch', runId, op, request, ...(stream ? { stream: true } : {}) });
           },
           (op) => {
             if (signal.reason === FETCH_ABORTED) send({ t: 'fetchAbort', runId, op });
           },
         ),
       // ctx.elicit / ctx.sample: the engine asks (the client, the studio) and answers.
-      ask: (request, signal) =>
-        answerOf(state.asks, signal, (op) => {
-          send({ t: 'ask', runId, op, ...request });
-          flushFrames(channel);
-        }),
+      ask: (request, signal) => answerOf(state.asks, signal, (op) => sendNow({ t: 'ask', runId, op, ...request })),
     });
     send({ t: 'done', runId, outcome });
     // Sent after the outcome, so the engine has its memory_limit before this host goes.

@@ -21,7 +21,6 @@ const inside = (folder: string, parent: string): boolean => {
 };
 const entries = (folder: string): string[] => (existsSync(folder) ? readdirSync(folder).filter((name) => !name.startsWith('.')).sort() : []);
 
-/** What the sandbox host that ran the function below kept in the run's guest cache folder. */
 describe("the test run's cache folder", () => {
   it('is a private temporary folder, not the user’s', () => {
     const run = process.env[RUN_CACHE_VARIABLE];
